@@ -1,0 +1,339 @@
+// Package advisor turns rule results into a diagnosis: the root-cause
+// bottleneck, findings ranked with the ones they explain listed under them,
+// next steps cheapest first, and the gaps that kept rules from running.
+package advisor
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+// Schema names the JSON contract.
+const Schema = "llmdoctor.diagnosis/v1"
+
+// Diagnosis is the whole result of one run; its JSON form is the contract.
+type Diagnosis struct {
+	Schema  string   `json:"schema"`
+	Sources []Source `json:"sources"`
+	Window  Window   `json:"window"`
+	Targets []Target `json:"targets"`
+	// Notes are things collectors could not read, one line each.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Source is one collector input.
+type Source struct {
+	Kind  string `json:"kind"`
+	URL   string `json:"url,omitempty"`
+	Path  string `json:"path,omitempty"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// Window says what time the evidence covers.
+type Window struct {
+	Start *time.Time `json:"start,omitempty"`
+	End   *time.Time `json:"end,omitempty"`
+	// Seconds is the length; absent when cumulative.
+	Seconds float64 `json:"seconds,omitempty"`
+	// Cumulative: counts since server start (a single snapshot).
+	Cumulative bool `json:"cumulative"`
+	Points     int  `json:"points"`
+}
+
+// Target is the diagnosis of one target.
+type Target struct {
+	Target     evidence.Target `json:"target"`
+	Primary    Primary         `json:"primary"`
+	Findings   []Finding       `json:"findings"`
+	Suppressed []Finding       `json:"suppressed,omitempty"`
+	Next       []Step          `json:"next"`
+	Gaps       []Gap           `json:"gaps"`
+	Conditions map[string]any  `json:"conditions"`
+	LatencyMap LatencyMap      `json:"latency_map"`
+	Checks     Checks          `json:"checks"`
+	Evidence   map[string]any  `json:"evidence"`
+	Members    []Member        `json:"members,omitempty"`
+}
+
+// Primary is the verdict: the root-cause bottleneck.
+type Primary struct {
+	// Bottleneck is from the rules' vocabulary, "none" when healthy, or
+	// "unknown" when nothing fired but deciding rules could not run.
+	Bottleneck string `json:"bottleneck"`
+	Rule       string `json:"rule,omitempty"`
+	Summary    string `json:"summary"`
+	// Status is found, healthy or inconclusive.
+	Status string `json:"status"`
+	// Unchecked are the critical rules that could not run.
+	Unchecked []string `json:"unchecked,omitempty"`
+}
+
+// Finding is a fired rule.
+type Finding struct {
+	Rule       string             `json:"rule"`
+	Severity   string             `json:"severity"`
+	Bottleneck string             `json:"bottleneck"`
+	Title      string             `json:"title"`
+	Message    string             `json:"message"`
+	Evidence   map[string]float64 `json:"evidence"`
+	Sources    map[string]string  `json:"sources,omitempty"`
+	Impact     float64            `json:"impact,omitempty"`
+	Next       []rules.Step       `json:"next"`
+	Docs       string             `json:"docs"`
+	// ExplainedBy names the finding whose bottleneck causes this one.
+	ExplainedBy string `json:"explained_by,omitempty"`
+	Suppressed  string `json:"suppressed,omitempty"`
+	sev         rules.Severity
+}
+
+// Step is a merged next step with the findings it comes from.
+type Step struct {
+	Do   string   `json:"do"`
+	Cost string   `json:"cost"`
+	For  []string `json:"for"`
+}
+
+// Gap is a rule that could not run, with what it needs.
+type Gap struct {
+	Rule     string          `json:"rule"`
+	Severity string          `json:"severity"`
+	Missing  []string        `json:"missing"`
+	How      string          `json:"how"`
+	Details  []rules.Missing `json:"details"`
+}
+
+// LatencyMap splits mean TTFT into its parts; missing parts are absent.
+type LatencyMap struct {
+	TTFT    *float64 `json:"ttft_mean,omitempty"`
+	Queue   *float64 `json:"queue_mean,omitempty"`
+	Prefill *float64 `json:"prefill_mean,omitempty"`
+	// Front is TTFT not spent in queue or prefill (API server, tokenizer).
+	Front  *float64 `json:"front_mean,omitempty"`
+	Decode *float64 `json:"decode_mean,omitempty"`
+	E2E    *float64 `json:"e2e_mean,omitempty"`
+}
+
+// Checks counts rule outcomes.
+type Checks struct {
+	Fired        int `json:"fired"`
+	Quiet        int `json:"quiet"`
+	Insufficient int `json:"insufficient"`
+}
+
+// Member is a per-instance or per-engine breakdown, with its key numbers.
+type Member struct {
+	Target   evidence.Target    `json:"target"`
+	Evidence map[string]float64 `json:"evidence"`
+}
+
+var memberFields = []string{"stage.ttft.p99", "stage.queue.mean", "service.waiting.mean", "service.running.mean",
+	"resource.kv_usage.mean", "service.preemptions"}
+
+// Advise builds the diagnosis of one target from its evidence and results.
+func Advise(e *evidence.Evidence, results []rules.Result) Target {
+	t := Target{Target: e.Target, Findings: []Finding{}, Gaps: []Gap{}, Next: []Step{}}
+	var unchecked []string
+	for _, r := range results {
+		switch r.Outcome {
+		case rules.Quiet:
+			t.Checks.Quiet++
+		case rules.Insufficient:
+			t.Checks.Insufficient++
+			t.Gaps = append(t.Gaps, gapOf(r))
+			if r.Severity == rules.Critical {
+				unchecked = append(unchecked, r.Rule.ID)
+			}
+		case rules.Fired:
+			t.Checks.Fired++
+			f := findingOf(e, r)
+			if r.Suppressed != "" {
+				t.Suppressed = append(t.Suppressed, f)
+				continue
+			}
+			t.Findings = append(t.Findings, f)
+		}
+	}
+	explain(t.Findings, results)
+	sort.SliceStable(t.Findings, func(i, j int) bool { return less(t.Findings[i], t.Findings[j]) })
+	t.Primary = primary(t.Findings, unchecked)
+	t.Next = mergeSteps(t.Findings)
+	t.Conditions = conditions(e)
+	t.LatencyMap = latencyMap(e)
+	t.Evidence = e.Values.Tree()
+	for _, m := range e.Members {
+		mm := Member{Target: m.Target, Evidence: map[string]float64{}}
+		for _, p := range memberFields {
+			f, _ := evidence.Lookup(p)
+			if x := m.Values.Get(f); evidence.Present(x) {
+				mm.Evidence[p] = x
+			}
+		}
+		t.Members = append(t.Members, mm)
+	}
+	return t
+}
+
+func findingOf(e *evidence.Evidence, r rules.Result) Finding {
+	f := Finding{Rule: r.Rule.ID, Severity: r.Severity.String(), sev: r.Severity, Bottleneck: r.Rule.Bottleneck,
+		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Impact: round(r.Impact),
+		Next: r.Rule.Next, Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed, Sources: map[string]string{}}
+	if f.Next == nil {
+		f.Next = []rules.Step{}
+	}
+	for p := range r.Evidence {
+		if s, ok := e.SourceOf(p); ok {
+			f.Sources[p] = s.Metric
+		}
+	}
+	return f
+}
+
+func round(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// explain marks findings whose bottleneck another fired finding explains.
+// A finding that is itself explained cannot explain others.
+func explain(fs []Finding, results []rules.Result) {
+	explains := map[string][]string{}
+	for _, r := range results {
+		explains[r.Rule.ID] = r.Rule.Explains
+	}
+	causes := map[string]string{}
+	for _, c := range fs {
+		for _, b := range explains[c.Rule] {
+			if _, ok := causes[b]; !ok {
+				causes[b] = c.Rule
+			}
+		}
+	}
+	for i := range fs {
+		if by, ok := causes[fs[i].Bottleneck]; ok && by != fs[i].Rule {
+			fs[i].ExplainedBy = by
+		}
+	}
+	// A cause that is itself explained passes its effects up to its own cause.
+	for i := range fs {
+		if fs[i].ExplainedBy == "" {
+			continue
+		}
+		for _, c := range fs {
+			if c.Rule == fs[i].ExplainedBy && c.ExplainedBy != "" && c.ExplainedBy != fs[i].Rule {
+				fs[i].ExplainedBy = c.ExplainedBy
+			}
+		}
+	}
+}
+
+// less orders root causes before the findings they explain, then by
+// severity, then by the share of latency accounted for, then by id.
+func less(a, b Finding) bool {
+	if (a.ExplainedBy == "") != (b.ExplainedBy == "") {
+		return a.ExplainedBy == ""
+	}
+	if a.sev != b.sev {
+		return a.sev > b.sev
+	}
+	if a.Impact != b.Impact {
+		return a.Impact > b.Impact
+	}
+	return a.Rule < b.Rule
+}
+
+func primary(fs []Finding, unchecked []string) Primary {
+	for _, f := range fs {
+		if f.ExplainedBy != "" || f.Bottleneck == "none" || f.sev < rules.Warning {
+			continue
+		}
+		p := Primary{Bottleneck: f.Bottleneck, Rule: f.Rule, Summary: f.Title, Status: "found", Unchecked: unchecked}
+		if n := countExplained(fs, f.Rule); n > 0 {
+			p.Summary += fmt.Sprintf(" (explains %d other finding%s)", n, plural(n))
+		}
+		return p
+	}
+	if len(unchecked) > 0 {
+		return Primary{Bottleneck: "unknown", Status: "inconclusive", Unchecked: unchecked,
+			Summary: fmt.Sprintf("No bottleneck found in what could be checked, but %d deciding check%s could not run (%s): see gaps",
+				len(unchecked), plural(len(unchecked)), strings.Join(unchecked, ", "))}
+	}
+	return Primary{Bottleneck: "none", Status: "healthy", Summary: "No bottleneck above info: every deciding check ran and none fired"}
+}
+
+func countExplained(fs []Finding, rule string) int {
+	n := 0
+	for _, f := range fs {
+		if f.ExplainedBy == rule {
+			n++
+		}
+	}
+	return n
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// mergeSteps merges next steps across findings, root causes first within a
+// cost class, cheapest class first.
+func mergeSteps(fs []Finding) []Step {
+	var out []Step
+	idx := map[string]int{}
+	for _, f := range fs {
+		for _, s := range f.Next {
+			if i, ok := idx[s.Do]; ok {
+				out[i].For = append(out[i].For, f.Rule)
+				continue
+			}
+			idx[s.Do] = len(out)
+			out = append(out, Step{Do: s.Do, Cost: s.Cost, For: []string{f.Rule}})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rules.CostRank(out[i].Cost) < rules.CostRank(out[j].Cost) })
+	if out == nil {
+		out = []Step{}
+	}
+	return out
+}
+
+func gapOf(r rules.Result) Gap {
+	g := Gap{Rule: r.Rule.ID, Severity: r.Severity.String(), Details: r.Missing}
+	seen := map[string]bool{}
+	var how []string
+	for _, m := range r.Missing {
+		g.Missing = append(g.Missing, m.Path)
+		if m.How != "" && !seen[m.How] {
+			seen[m.How] = true
+			how = append(how, m.How)
+		}
+	}
+	g.How = strings.Join(how, "; ")
+	return g
+}
+
+func conditions(e *evidence.Evidence) map[string]any {
+	c, _ := e.Values.Tree()["cond"].(map[string]any)
+	if c == nil {
+		c = map[string]any{}
+	}
+	return c
+}
+
+func latencyMap(e *evidence.Evidence) LatencyMap {
+	v := e.Values
+	p := func(x float64) *float64 {
+		if !evidence.Present(x) {
+			return nil
+		}
+		return &x
+	}
+	return LatencyMap{TTFT: p(v.Stage.TTFT.Mean), Queue: p(v.Stage.Queue.Mean), Prefill: p(v.Stage.Prefill.Mean),
+		Front: p(v.Stage.FrontMean), Decode: p(v.Stage.Decode.Mean), E2E: p(v.Service.E2E.Mean)}
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/scrape"
+	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+type diagnoseOpts struct {
+	vllmURLs         []string
+	interval         time.Duration
+	duration         time.Duration
+	snapshots        []string
+	snapshotInterval time.Duration
+	format           string
+	outputs          []string
+	configPath       string
+	rulesDirs        []string
+	failOn           string
+	groupBy          []string
+	color            string
+	timeout          time.Duration
+}
+
+func newDiagnose() *cobra.Command {
+	o := &diagnoseOpts{}
+	c := &cobra.Command{
+		Use:   "diagnose",
+		Short: "Diagnose a vLLM server from live scrapes or saved snapshots",
+		Example: "  llmdoctor diagnose --vllm http://127.0.0.1:8000 --duration 2m\n" +
+			"  llmdoctor diagnose --snapshot start.prom --snapshot end.prom --snapshot-interval 15m --format json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
+	}
+	f := c.Flags()
+	f.StringArrayVar(&o.vllmURLs, "vllm", nil, "vLLM server to scrape (host:port or URL of /metrics); repeatable")
+	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
+	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
+	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
+	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
+	addOutputFlags(f, &o.format, &o.outputs, &o.color)
+	addRuleFlags(f, &o.configPath, &o.rulesDirs)
+	f.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above fires (info, warning, critical)")
+	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one diagnosis target")
+	return c
+}
+
+func (o *diagnoseOpts) run(stdout io.Writer) error {
+	var failOn rules.Severity
+	if o.failOn != "" {
+		s, err := rules.ParseSeverity(o.failOn)
+		if err != nil {
+			return usageErr("--fail-on: %v", err)
+		}
+		failOn = s
+	}
+	outs, err := parseOutputs(o.format, o.outputs)
+	if err != nil {
+		return err
+	}
+	set, cfg, err := loadRules(o.configPath, o.rulesDirs)
+	if err != nil {
+		return err
+	}
+	if len(o.vllmURLs) == 0 && len(o.snapshots) == 0 {
+		return usageErr("nothing to diagnose: give --vllm URL or --snapshot FILE (try --help)")
+	}
+	if len(o.vllmURLs) > 0 && len(o.snapshots) > 0 {
+		return usageErr("give either --vllm or --snapshot, not both")
+	}
+	if o.interval <= 0 || o.duration < 0 {
+		return usageErr("--interval must be positive and --duration not negative")
+	}
+
+	var w *window.Window
+	var sources []advisor.Source
+	if len(o.snapshots) > 0 {
+		w, err = scrape.Files(o.snapshots, o.snapshotInterval)
+		if err != nil {
+			return &exitError{2, err.Error()}
+		}
+		for _, p := range o.snapshots {
+			sources = append(sources, advisor.Source{Kind: "snapshot", Path: p, OK: true})
+		}
+	} else {
+		urls := make([]string, len(o.vllmURLs))
+		for i, u := range o.vllmURLs {
+			urls[i] = scrape.MetricsURL(u)
+		}
+		s := &scrape.Scraper{URLs: urls, Interval: o.interval, Duration: o.duration,
+			Client: &http.Client{Timeout: o.timeout}}
+		if isatty.IsTerminal(os.Stderr.Fd()) {
+			s.Progress = os.Stderr
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		w, err = s.Run(ctx)
+		if err != nil {
+			return &exitError{2, err.Error()}
+		}
+		for _, u := range urls {
+			sources = append(sources, advisor.Source{Kind: "scrape", URL: u, OK: true})
+		}
+	}
+
+	d := Diagnose(w, sources, set, cfg, vllm.Options{GroupBy: o.groupBy})
+	if err := writeOutputs(stdout, outs, o.color, func(f string, w io.Writer, opt report.TextOptions) error {
+		switch f {
+		case "json":
+			return report.JSON(w, d)
+		default:
+			return report.Text(w, d, opt)
+		}
+	}); err != nil {
+		return err
+	}
+	if failOn > 0 && worst(d) >= failOn {
+		return &exitError{1, fmt.Sprintf("a finding at or above %s fired (--fail-on)", failOn)}
+	}
+	return nil
+}
+
+// Diagnose runs the path from a window to a diagnosis.
+func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options) *advisor.Diagnosis {
+	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{}, Notes: w.Notes}
+	d.Window = advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
+	if !w.Start.IsZero() {
+		s, e := w.Start.UTC(), w.End.UTC()
+		d.Window.Start, d.Window.End = &s, &e
+	}
+	if secs := w.Seconds(); secs == secs {
+		d.Window.Seconds = secs
+	}
+	if w.Cumulative {
+		d.Notes = append(d.Notes, "one snapshot: counts and distributions cover the time since the server started, and rates cannot be computed; give two snapshots for a window")
+	}
+	for _, s := range cfg.Expired() {
+		d.Notes = append(d.Notes, fmt.Sprintf("suppression of %s expired on %s and no longer applies", s.Rule, s.Until))
+	}
+	for _, e := range vllm.Build(w, opt) {
+		d.Targets = append(d.Targets, advisor.Advise(e, set.Evaluate(e, cfg)))
+	}
+	return d
+}
+
+func worst(d *advisor.Diagnosis) rules.Severity {
+	var w rules.Severity
+	for _, t := range d.Targets {
+		for _, f := range t.Findings {
+			if s, err := rules.ParseSeverity(f.Severity); err == nil && s > w {
+				w = s
+			}
+		}
+	}
+	return w
+}
+
+type output struct{ format, path string }
+
+func parseOutputs(format string, extra []string) ([]output, error) {
+	valid := func(f string) bool { return f == "text" || f == "json" }
+	if !valid(format) {
+		return nil, usageErr("--format %q: want text or json", format)
+	}
+	outs := []output{{format: format}}
+	for _, x := range extra {
+		f, p, ok := strings.Cut(x, "=")
+		if !ok || !valid(f) || p == "" {
+			return nil, usageErr("--output %q: want FORMAT=PATH, e.g. json=diagnosis.json", x)
+		}
+		outs = append(outs, output{f, p})
+	}
+	return outs, nil
+}
+
+func writeOutputs(stdout io.Writer, outs []output, color string, render func(string, io.Writer, report.TextOptions) error) error {
+	for _, o := range outs {
+		if o.path == "" {
+			tty := false
+			if f, ok := stdout.(*os.File); ok {
+				tty = isatty.IsTerminal(f.Fd())
+			}
+			if err := render(o.format, stdout, report.TextOptions{Color: color, IsTerminal: tty}); err != nil {
+				return err
+			}
+			continue
+		}
+		f, err := os.Create(o.path)
+		if err != nil {
+			return &exitError{2, fmt.Sprintf("--output: %v", err)}
+		}
+		err = render(o.format, f, report.TextOptions{Color: "never"})
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return &exitError{2, fmt.Sprintf("--output %s: %v", o.path, err)}
+		}
+	}
+	return nil
+}

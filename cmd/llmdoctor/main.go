@@ -1,0 +1,62 @@
+// Command llmdoctor tells where an LLM inference server's latency goes and
+// what to change first.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code and a one-line message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{2, fmt.Sprintf(format, a...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(os.Stderr, "llmdoctor: "+ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "llmdoctor: "+err.Error())
+	return 2
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "llmdoctor",
+		Short: "Where your LLM server's latency goes, and what to change first",
+		Long: "llmdoctor reads what a vLLM deployment already exposes — Prometheus metrics, saved\n" +
+			"snapshots — builds one evidence model, runs declarative rules over it and reports\n" +
+			"the likely bottleneck, the numbers that prove it, and the next step, cheapest first.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v (see %s --help)", err, c.CommandPath())
+	})
+	root.AddCommand(newDiagnose(), newRulesCmd())
+	return root
+}

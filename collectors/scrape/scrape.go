@@ -1,0 +1,219 @@
+package scrape
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
+
+// maxBody bounds one scrape; vLLM's /metrics is well under a megabyte.
+const maxBody = 64 << 20
+
+// Scraper reads /metrics of one or more servers every Interval for Duration.
+type Scraper struct {
+	URLs     []string
+	Interval time.Duration
+	Duration time.Duration
+	Client   *http.Client
+	// Progress, when set, gets a line per tick (stderr on a terminal).
+	Progress io.Writer
+	now      func() time.Time
+}
+
+// Fetch reads one exposition over HTTP.
+func Fetch(ctx context.Context, c *http.Client, u string) (*Snapshot, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", u, err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach %s: %s", u, netReason(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %s", u, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %s", u, netReason(err))
+	}
+	if len(data) > maxBody {
+		return nil, fmt.Errorf("%s: response larger than %d MiB", u, maxBody>>20)
+	}
+	s, err := Parse(data, resp.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", u, err)
+	}
+	return s, nil
+}
+
+func netReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timed out"
+	case strings.Contains(err.Error(), "connection refused"):
+		return "connection refused (is the server running and the port right?)"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// MetricsURL adds /metrics to a bare server address.
+func MetricsURL(u string) string {
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	p, err := url.Parse(u)
+	if err == nil && (p.Path == "" || p.Path == "/") {
+		p.Path = "/metrics"
+		return p.String()
+	}
+	return u
+}
+
+// Run scrapes until Duration has passed (at least twice). The first scrape of
+// every server must succeed; later failures leave gaps and a note.
+func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
+	if s.Client == nil {
+		s.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	now := s.now
+	if now == nil {
+		now = time.Now
+	}
+	snaps := make([][]*Snapshot, len(s.URLs))
+	fails := make([]int, len(s.URLs))
+	tick := func(first bool) error {
+		t := now()
+		var wg sync.WaitGroup
+		errs := make([]error, len(s.URLs))
+		for i, u := range s.URLs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				snap, err := Fetch(ctx, s.Client, u)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				snap.Time = t
+				snaps[i] = append(snaps[i], snap)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err == nil {
+				continue
+			}
+			if first {
+				return err
+			}
+			fails[i]++
+		}
+		return nil
+	}
+	if err := tick(true); err != nil {
+		return nil, err
+	}
+	start := now()
+	n := 1
+	ticker := time.NewTicker(s.Interval)
+	defer ticker.Stop()
+	for now().Sub(start) < s.Duration {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ticker.C:
+		}
+		if err := tick(false); err != nil {
+			return nil, err
+		}
+		n++
+		if s.Progress != nil {
+			fmt.Fprintf(s.Progress, "\rscraping %d server(s): %d scrapes, %s of %s ",
+				len(s.URLs), n, now().Sub(start).Round(time.Second), s.Duration)
+		}
+	}
+	if s.Progress != nil {
+		fmt.Fprintln(s.Progress)
+	}
+	ws := make([]*window.Window, 0, len(s.URLs))
+	for i, u := range s.URLs {
+		instance := ""
+		if len(s.URLs) > 1 {
+			instance = hostPort(u)
+		}
+		w := Window(snaps[i], instance, u)
+		if fails[i] > 0 {
+			w.Notes = append(w.Notes, fmt.Sprintf("%s: %d of %d scrapes failed", u, fails[i], n))
+		}
+		ws = append(ws, w)
+	}
+	return Merge(ws), nil
+}
+
+func hostPort(u string) string {
+	if p, err := url.Parse(u); err == nil && p.Host != "" {
+		return p.Host
+	}
+	return u
+}
+
+// Files reads saved expositions, oldest first. interval, when non-zero, is the
+// time between consecutive files; otherwise sample timestamps in the files, or
+// the files' modification times, place them.
+func Files(paths []string, interval time.Duration) (*window.Window, error) {
+	snaps := make([]*Snapshot, 0, len(paths))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read snapshot: %v", err)
+		}
+		s, err := Parse(data, "")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", p, err)
+		}
+		st, _ := os.Stat(p)
+		switch {
+		case interval > 0:
+			s.Time = time.Unix(0, 0).Add(time.Duration(len(snaps)) * interval)
+		case !s.Latest.IsZero():
+			s.Time = s.Latest
+		default:
+			s.Time = st.ModTime()
+		}
+		snaps = append(snaps, s)
+	}
+	if len(snaps) > 1 && interval == 0 {
+		for i := 1; i < len(snaps); i++ {
+			if !snaps[i].Time.After(snaps[i-1].Time) {
+				return nil, fmt.Errorf("cannot tell how far apart %s and %s were taken: pass --snapshot-interval (e.g. 15m)",
+					paths[i-1], paths[i])
+			}
+		}
+	}
+	from := strings.Join(paths, ", ")
+	w := Window(snaps, "", from)
+	if interval > 0 {
+		// Only the spacing is known, not the wall-clock times.
+		w.Start, w.End = time.Time{}, time.Time{}
+		w.Length = time.Duration(len(snaps)-1) * interval
+	}
+	return w, nil
+}

@@ -1,0 +1,241 @@
+package scrape
+
+import (
+	"math"
+	"sort"
+
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
+
+// Window turns snapshots of one server, oldest first, into a window. One
+// snapshot gives a cumulative window (since server start). A series that
+// appears after the first snapshot is counted from zero: vLLM creates labelled
+// series on first use. A drop in a counter or histogram count is a restart.
+// instance, when not empty, is added as a label to every series.
+func Window(snaps []*Snapshot, instance, from string) *window.Window {
+	w := window.New()
+	w.From = from
+	if len(snaps) == 0 {
+		return w
+	}
+	w.Start, w.End = snaps[0].Time, snaps[len(snaps)-1].Time
+	w.Cumulative = len(snaps) == 1
+	w.Points = len(snaps)
+	label := func(l window.Labels) window.Labels {
+		if instance == "" {
+			return l
+		}
+		o := window.Labels{"instance": instance}
+		for k, v := range l {
+			o[k] = v
+		}
+		return o
+	}
+	seenNote := map[string]bool{}
+	for _, s := range snaps {
+		for _, n := range s.Notes {
+			if !seenNote[n] {
+				seenNote[n] = true
+				w.Notes = append(w.Notes, n)
+			}
+		}
+	}
+
+	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return keys(s.Counters) }) {
+		for _, key := range seriesKeys(snaps, func(s *Snapshot) map[string]counterSample { return s.Counters[name] }) {
+			vals := make([]float64, len(snaps))
+			var l window.Labels
+			for i, s := range snaps {
+				vals[i] = math.NaN()
+				if c, ok := s.Counters[name][key]; ok {
+					vals[i], l = c.value, c.labels
+				} else if i == 0 && len(snaps) > 1 {
+					vals[i] = 0
+				}
+			}
+			inc, resets := window.CounterIncrease(vals)
+			if w.Cumulative {
+				inc = vals[0]
+			}
+			w.Counters[name] = append(w.Counters[name], window.Counter{Labels: label(l), Increase: inc,
+				Last: lastPresent(vals), Resets: resets})
+		}
+	}
+
+	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return keys(s.Gauges) }) {
+		for _, key := range seriesKeys(snaps, func(s *Snapshot) map[string]gaugeSample { return s.Gauges[name] }) {
+			g := window.Gauge{Points: make([]float64, len(snaps))}
+			for i, s := range snaps {
+				g.Points[i] = math.NaN()
+				if c, ok := s.Gauges[name][key]; ok {
+					g.Points[i], g.Labels = c.value, c.labels
+				}
+			}
+			g.Labels = label(g.Labels)
+			w.Gauges[name] = append(w.Gauges[name], g)
+		}
+	}
+
+	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return keys(s.Histograms) }) {
+		for _, key := range seriesKeys(snaps, func(s *Snapshot) map[string]histSample { return s.Histograms[name] }) {
+			var seq []*histSample
+			for i, s := range snaps {
+				if h, ok := s.Histograms[name][key]; ok {
+					hh := h
+					seq = append(seq, &hh)
+				} else if i == 0 && len(snaps) > 1 {
+					seq = append(seq, &histSample{})
+				}
+			}
+			h := histIncrease(seq, w.Cumulative)
+			h.Labels = label(h.Labels)
+			w.Histograms[name] = append(w.Histograms[name], h)
+		}
+	}
+
+	last := snaps[len(snaps)-1]
+	for name, infos := range last.Infos {
+		for _, l := range infos {
+			w.Infos[name] = append(w.Infos[name], window.Info{Labels: label(l)})
+		}
+	}
+	return w
+}
+
+// histIncrease adds up bucket increases between consecutive samples; a drop
+// in the count (or any bucket) means a restart and the later sample counts
+// from zero.
+func histIncrease(seq []*histSample, cumulative bool) window.Histogram {
+	out := window.Histogram{}
+	if len(seq) == 0 {
+		return out
+	}
+	for _, h := range seq {
+		if h.labels != nil {
+			out.Labels = h.labels
+		}
+	}
+	if cumulative || len(seq) == 1 {
+		h := seq[len(seq)-1]
+		out.Buckets = append([]window.Bucket(nil), h.buckets...)
+		out.Sum, out.Count = h.sum, h.count
+		return out
+	}
+	inc := map[float64]float64{}
+	for i := 1; i < len(seq); i++ {
+		prev, cur := seq[i-1], seq[i]
+		prevBy := map[float64]float64{}
+		for _, b := range prev.buckets {
+			prevBy[b.UpperBound] = b.Count
+		}
+		reset := cur.count < prev.count
+		for _, b := range cur.buckets {
+			if b.Count < prevBy[b.UpperBound] {
+				reset = true
+			}
+		}
+		if reset {
+			out.Resets++
+			prevBy = map[float64]float64{}
+		}
+		for _, b := range cur.buckets {
+			inc[b.UpperBound] += b.Count - prevBy[b.UpperBound]
+		}
+		if reset {
+			out.Sum += cur.sum
+			out.Count += cur.count
+		} else {
+			out.Sum += cur.sum - prev.sum
+			out.Count += cur.count - prev.count
+		}
+	}
+	for le, c := range inc {
+		out.Buckets = append(out.Buckets, window.Bucket{UpperBound: le, Count: c})
+	}
+	sort.Slice(out.Buckets, func(i, j int) bool { return out.Buckets[i].UpperBound < out.Buckets[j].UpperBound })
+	return out
+}
+
+func lastPresent(v []float64) float64 {
+	for i := len(v) - 1; i >= 0; i-- {
+		if !math.IsNaN(v[i]) {
+			return v[i]
+		}
+	}
+	return math.NaN()
+}
+
+func keys[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func familyNames(snaps []*Snapshot, f func(*Snapshot) []string) []string {
+	set := map[string]bool{}
+	for _, s := range snaps {
+		for _, n := range f(s) {
+			set[n] = true
+		}
+	}
+	return sortedSet(set)
+}
+
+func seriesKeys[T any](snaps []*Snapshot, f func(*Snapshot) map[string]T) []string {
+	set := map[string]bool{}
+	for _, s := range snaps {
+		for k := range f(s) {
+			set[k] = true
+		}
+	}
+	return sortedSet(set)
+}
+
+func sortedSet(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Merge joins windows of several servers scraped at the same ticks.
+func Merge(ws []*window.Window) *window.Window {
+	if len(ws) == 1 {
+		return ws[0]
+	}
+	out := window.New()
+	for i, w := range ws {
+		if i == 0 || w.Start.Before(out.Start) {
+			out.Start = w.Start
+		}
+		if w.End.After(out.End) {
+			out.End = w.End
+		}
+		out.Cumulative = out.Cumulative || w.Cumulative
+		if w.Points > out.Points {
+			out.Points = w.Points
+		}
+		if out.From != "" {
+			out.From += ", "
+		}
+		out.From += w.From
+		out.Notes = append(out.Notes, w.Notes...)
+		for k, v := range w.Counters {
+			out.Counters[k] = append(out.Counters[k], v...)
+		}
+		for k, v := range w.Gauges {
+			out.Gauges[k] = append(out.Gauges[k], v...)
+		}
+		for k, v := range w.Histograms {
+			out.Histograms[k] = append(out.Histograms[k], v...)
+		}
+		for k, v := range w.Infos {
+			out.Infos[k] = append(out.Infos[k], v...)
+		}
+	}
+	return out
+}

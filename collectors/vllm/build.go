@@ -1,0 +1,459 @@
+package vllm
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/evidence"
+)
+
+// Options control how series become targets.
+type Options struct {
+	// GroupBy are the labels that make a target; default model_name.
+	GroupBy []string
+}
+
+// Member labels: a target keeps one breakdown per distinct value of these.
+var memberLabels = []string{"instance", "engine"}
+
+// Build turns a window into one evidence per target, each with per-instance
+// and per-engine members when there is more than one.
+func Build(w *window.Window, opt Options) []*evidence.Evidence {
+	group := opt.GroupBy
+	if len(group) == 0 {
+		group = []string{"model_name"}
+	}
+	var out []*evidence.Evidence
+	for _, sel := range targets(w, group) {
+		e := buildOne(w, sel)
+		for _, ml := range memberLabels {
+			if contains(group, ml) {
+				continue
+			}
+			vals := distinct(w, sel, ml)
+			if len(vals) < 2 {
+				continue
+			}
+			for _, v := range vals {
+				sub := copyLabels(sel)
+				sub[ml] = v
+				m := buildOne(w, sub)
+				e.Members = append(e.Members, m)
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// targets lists the distinct group label values across catalogue series.
+func targets(w *window.Window, group []string) []window.Labels {
+	seen := map[string]window.Labels{}
+	add := func(l window.Labels) {
+		sel := window.Labels{}
+		for _, g := range group {
+			sel[g] = l[g]
+		}
+		seen[sel.Key()] = sel
+	}
+	for _, m := range Catalogue {
+		name, ok := present(w, m)
+		if !ok || m.Kind == Info {
+			continue
+		}
+		switch m.Kind {
+		case Counter:
+			for _, s := range w.Counters[name] {
+				add(s.Labels)
+			}
+		case Gauge:
+			for _, s := range w.Gauges[name] {
+				add(s.Labels)
+			}
+		case Histogram:
+			for _, s := range w.Histograms[name] {
+				add(s.Labels)
+			}
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]window.Labels, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, seen[k])
+	}
+	return out
+}
+
+// present returns the first of a metric's names that the window holds.
+func present(w *window.Window, m Metric) (string, bool) {
+	for _, n := range m.Names {
+		var ok bool
+		switch m.Kind {
+		case Counter:
+			_, ok = w.Counters[n]
+		case Gauge:
+			_, ok = w.Gauges[n]
+		case Histogram:
+			_, ok = w.Histograms[n]
+		case Info:
+			_, ok = w.Infos[n]
+		}
+		if ok {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// matches: every selector label equals the series label. With wildcard, a
+// label the series lacks matches anything (cache_config_info has no model_name).
+func matches(sel, l window.Labels, wildcard bool) bool {
+	for k, v := range sel {
+		lv, ok := l[k]
+		if !ok && wildcard {
+			continue
+		}
+		if lv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func distinct(w *window.Window, sel window.Labels, label string) []string {
+	set := map[string]bool{}
+	for _, ss := range w.Gauges {
+		for _, s := range ss {
+			if v, ok := s.Labels[label]; ok && matches(sel, s.Labels, false) {
+				set[v] = true
+			}
+		}
+	}
+	for _, ss := range w.Histograms {
+		for _, s := range ss {
+			if v, ok := s.Labels[label]; ok && matches(sel, s.Labels, false) {
+				set[v] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type builder struct {
+	w   *window.Window
+	sel window.Labels
+	e   *evidence.Evidence
+	v   *evidence.Values
+}
+
+func buildOne(w *window.Window, sel window.Labels) *evidence.Evidence {
+	t := evidence.Target{Model: sel["model_name"], Instance: sel["instance"], Engine: sel["engine"]}
+	if t.Model == "" && t.Instance == "" {
+		// Grouped by something else: name the target by its labels.
+		t.Model = strings.TrimSuffix(sel.Key(), ",")
+	}
+	b := &builder{w: w, sel: sel, e: evidence.New(t)}
+	b.v = &b.e.Values
+	v := b.v
+	secs := w.Seconds()
+
+	v.Cond.PromptTokens = b.dist(PromptLen, "cond.prompt_tokens")
+	v.Cond.ComputedPromptTokens = b.dist(ComputedPrompt, "cond.computed_prompt_tokens")
+	v.Cond.OutputTokens = b.dist(GenerationLen, "cond.output_tokens")
+	v.Cond.MaxTokens = b.dist(MaxTokens, "cond.max_tokens")
+	v.Cond.WindowSeconds = secs
+	if !math.IsNaN(secs) {
+		b.e.Cite("cond.window_seconds", evidence.Source{Metric: "derived", From: w.From, Note: "window end − start"})
+	}
+	b.cacheConfig()
+	if n := len(distinct(w, sel, "engine")); n > 0 {
+		v.Cond.Engines = float64(n)
+		b.e.Cite("cond.engines", evidence.Source{Metric: "derived", From: w.From, Note: "distinct engine label values"})
+	}
+
+	v.Stage.TTFT = b.dist(TTFT, "stage.ttft")
+	v.Stage.Queue = b.dist(QueueTime, "stage.queue")
+	v.Stage.Prefill = b.dist(PrefillTime, "stage.prefill")
+	v.Stage.Decode = b.dist(DecodeTime, "stage.decode")
+	v.Stage.Inference = b.dist(InferenceTime, "stage.inference")
+	v.Stage.ITL = b.dist(StepLatency, "stage.itl")
+	v.Stage.TPOT = b.dist(RequestTPOT, "stage.tpot")
+	if f := v.Stage.TTFT.Mean - v.Stage.Queue.Mean - v.Stage.Prefill.Mean; evidence.Present(f) {
+		v.Stage.FrontMean = math.Max(0, f)
+		b.e.Cite("stage.front_mean", evidence.Source{Metric: "derived", From: w.From, Note: "ttft.mean − queue.mean − prefill.mean"})
+	}
+
+	v.Service.E2E = b.dist(E2E, "service.e2e")
+	v.Service.IterationTokens = b.dist(IterationTokens, "service.iteration_tokens")
+	v.Service.Running = b.series(Running, "service.running")
+	v.Service.Waiting = b.series(Waiting, "service.waiting")
+	b.finished(secs)
+	if x, ok := b.counter(PromptTokens, "service.prompt_tps"); ok {
+		v.Service.PromptTPS = x / secs
+	}
+	if x, ok := b.counter(GenTokens, "service.generation_tps"); ok {
+		v.Service.GenerationTPS = x / secs
+	}
+	if x, ok := b.counter(Preemptions, "service.preemptions"); ok {
+		v.Service.Preemptions = x
+	}
+
+	v.Resource.KVUsage = b.series(KVUsage, "resource.kv_usage")
+	q, okq := b.counter(PrefixQueries, "resource.prefix_queries")
+	h, okh := b.counter(PrefixHits, "resource.prefix_hit_rate")
+	if okq {
+		v.Resource.PrefixQueries = q
+	}
+	switch {
+	case okq && okh && q > 0:
+		v.Resource.PrefixHitRate = h / q
+	default:
+		if s := b.series(PrefixHitGauge, "resource.prefix_hit_rate"); evidence.Present(s.Mean) {
+			v.Resource.PrefixHitRate = s.Mean
+		} else {
+			delete(b.e.Sources, "resource.prefix_hit_rate")
+		}
+	}
+	return b.e
+}
+
+func (b *builder) cite(path, name string) {
+	b.e.Cite(path, evidence.Source{Metric: name, From: b.w.From})
+}
+
+// dist sums a histogram over the target's series and summarises it.
+func (b *builder) dist(key, path string) evidence.Dist {
+	d := evidence.Dist{Count: math.NaN(), Mean: math.NaN(), P50: math.NaN(), P90: math.NaN(),
+		P95: math.NaN(), P99: math.NaN(), Max: math.NaN()}
+	name, ok := present(b.w, ByKey(key))
+	if !ok {
+		return d
+	}
+	byLE := map[float64]float64{}
+	var sum, count float64
+	found := false
+	for _, h := range b.w.Histograms[name] {
+		if !matches(b.sel, h.Labels, false) {
+			continue
+		}
+		found = true
+		for _, bk := range h.Buckets {
+			byLE[bk.UpperBound] += bk.Count
+		}
+		sum += h.Sum
+		count += h.Count
+	}
+	if !found {
+		return d
+	}
+	buckets := make([]window.Bucket, 0, len(byLE))
+	for le, c := range byLE {
+		buckets = append(buckets, window.Bucket{UpperBound: le, Count: c})
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].UpperBound < buckets[j].UpperBound })
+	d.Count = count
+	if count > 0 {
+		d.Mean = sum / count
+	}
+	d.P50 = window.Quantile(0.5, buckets)
+	d.P90 = window.Quantile(0.9, buckets)
+	d.P95 = window.Quantile(0.95, buckets)
+	d.P99 = window.Quantile(0.99, buckets)
+	b.cite(path, name)
+	return d
+}
+
+// series sums a gauge point by point over the target's series and summarises it.
+func (b *builder) series(key, path string) evidence.Series {
+	s := evidence.Series{Mean: math.NaN(), Max: math.NaN(), Min: math.NaN(), Last: math.NaN(),
+		FracPositive: math.NaN(), Samples: math.NaN()}
+	name, ok := present(b.w, ByKey(key))
+	if !ok {
+		return s
+	}
+	var points []float64
+	for _, g := range b.w.Gauges[name] {
+		if !matches(b.sel, g.Labels, false) {
+			continue
+		}
+		if points == nil {
+			points = make([]float64, len(g.Points))
+			for i := range points {
+				points[i] = math.NaN()
+			}
+		}
+		for i, p := range g.Points {
+			if i >= len(points) || math.IsNaN(p) {
+				continue
+			}
+			if math.IsNaN(points[i]) {
+				points[i] = 0
+			}
+			points[i] += p
+		}
+	}
+	var n, pos, sum float64
+	for _, p := range points {
+		if math.IsNaN(p) || math.IsInf(p, 0) {
+			continue
+		}
+		if n == 0 {
+			s.Max, s.Min = p, p
+		}
+		s.Max, s.Min = math.Max(s.Max, p), math.Min(s.Min, p)
+		s.Last = p
+		sum += p
+		n++
+		if p > 0 {
+			pos++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	s.Mean, s.FracPositive, s.Samples = sum/n, pos/n, n
+	b.cite(path, name)
+	return s
+}
+
+// counter sums a counter's increase over the target's series.
+func (b *builder) counter(key, path string) (float64, bool) {
+	name, ok := present(b.w, ByKey(key))
+	if !ok {
+		return 0, false
+	}
+	var inc float64
+	found := false
+	for _, c := range b.w.Counters[name] {
+		if matches(b.sel, c.Labels, false) {
+			inc += c.Increase
+			found = true
+		}
+	}
+	if found {
+		b.cite(path, name)
+	}
+	return inc, found
+}
+
+func (b *builder) finished(secs float64) {
+	name, ok := present(b.w, ByKey(RequestSuccess))
+	if !ok {
+		return
+	}
+	by := map[string]float64{}
+	var total float64
+	found := false
+	for _, c := range b.w.Counters[name] {
+		if matches(b.sel, c.Labels, false) {
+			by[c.Labels["finished_reason"]] += c.Increase
+			total += c.Increase
+			found = true
+		}
+	}
+	if !found {
+		return
+	}
+	sv := &b.v.Service
+	sv.Finished, sv.Errors, sv.Aborts = total, by["error"], by["abort"]
+	sv.RequestRate = total / secs
+	if total > 0 {
+		sv.FailedShare = (by["error"] + by["abort"]) / total
+		sv.LengthShare = by["length"] / total
+	}
+	for _, p := range []string{"service.finished", "service.request_rate", "service.errors", "service.aborts",
+		"service.failed_share", "service.length_share"} {
+		b.cite(p, name)
+	}
+}
+
+// cacheConfig reads cache_config_info labels. The series has no model_name, so
+// it matches on the labels it does carry (engine, instance).
+func (b *builder) cacheConfig() {
+	name, ok := present(b.w, ByKey(CacheConfig))
+	if !ok {
+		return
+	}
+	c := &b.v.Cond
+	var blocksTotal, capTotal float64
+	seen := 0
+	for _, in := range b.w.Infos[name] {
+		if !matches(b.sel, in.Labels, true) {
+			continue
+		}
+		seen++
+		bs := parseNum(in.Labels["block_size"])
+		nb := parseNum(in.Labels["num_gpu_blocks"])
+		if evidence.Present(bs) {
+			c.BlockSize = bs
+		}
+		if evidence.Present(nb) {
+			blocksTotal += nb
+			if evidence.Present(bs) {
+				capTotal += nb * bs
+			}
+		}
+		if u := parseNum(in.Labels["gpu_memory_utilization"]); evidence.Present(u) {
+			c.GPUMemoryUtilization = u
+		}
+		switch strings.ToLower(in.Labels["enable_prefix_caching"]) {
+		case "true":
+			c.PrefixCaching = 1
+		case "false":
+			c.PrefixCaching = 0
+		}
+	}
+	if seen == 0 {
+		return
+	}
+	if blocksTotal > 0 {
+		c.GPUBlocks = blocksTotal
+	}
+	if capTotal > 0 {
+		c.KVCapacityTokens = capTotal
+	}
+	for _, p := range []string{"cond.block_size", "cond.gpu_blocks", "cond.kv_capacity_tokens",
+		"cond.gpu_memory_utilization", "cond.prefix_caching"} {
+		b.cite(p, name)
+	}
+}
+
+func parseNum(s string) float64 {
+	if s == "" || s == "None" {
+		return math.NaN()
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return x
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func copyLabels(l window.Labels) window.Labels {
+	o := window.Labels{}
+	for k, v := range l {
+		o[k] = v
+	}
+	return o
+}

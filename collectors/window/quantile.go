@@ -1,0 +1,110 @@
+package window
+
+import (
+	"math"
+	"sort"
+)
+
+// Quantile returns the q-quantile of cumulative buckets exactly as PromQL's
+// histogram_quantile does for classic histograms: linear interpolation inside
+// a bucket, 0 as the lower bound of the first bucket when its bound is
+// positive, the second-highest bound when the rank falls in +Inf, NaN without
+// a +Inf bucket or without observations. The input is not modified.
+func Quantile(q float64, in []Bucket) float64 {
+	if math.IsNaN(q) {
+		return math.NaN()
+	}
+	if q < 0 {
+		return math.Inf(-1)
+	}
+	if q > 1 {
+		return math.Inf(1)
+	}
+	if len(in) == 0 {
+		return math.NaN()
+	}
+	b := make([]Bucket, len(in))
+	copy(b, in)
+	sort.SliceStable(b, func(i, j int) bool { return b[i].UpperBound < b[j].UpperBound })
+	if !math.IsInf(b[len(b)-1].UpperBound, 1) {
+		return math.NaN()
+	}
+	b = coalesce(b)
+	correctPrecision(b, 1e-12)
+	ensureMonotonic(b)
+	if len(b) < 2 {
+		return math.NaN()
+	}
+	obs := b[len(b)-1].Count
+	if obs == 0 || math.IsNaN(obs) {
+		return math.NaN()
+	}
+	rank := q * obs
+	i := sort.Search(len(b)-1, func(i int) bool { return b[i].Count >= rank })
+	if i == len(b)-1 {
+		return b[len(b)-2].UpperBound
+	}
+	if i == 0 && b[0].UpperBound <= 0 {
+		return b[0].UpperBound
+	}
+	start, end, count := 0.0, b[i].UpperBound, b[i].Count
+	if i > 0 {
+		start = b[i-1].UpperBound
+		count -= b[i-1].Count
+		rank -= b[i-1].Count
+	}
+	return start + (end-start)*(rank/count)
+}
+
+func coalesce(b []Bucket) []Bucket {
+	last, n := b[0], 0
+	for _, x := range b[1:] {
+		if x.UpperBound == last.UpperBound {
+			last.Count += x.Count
+			continue
+		}
+		b[n] = last
+		last = x
+		n++
+	}
+	b[n] = last
+	return b[:n+1]
+}
+
+func correctPrecision(b []Bucket, tolerance float64) {
+	prev := b[0].Count
+	for i := 1; i < len(b); i++ {
+		cur := b[i].Count
+		delta := math.Abs(cur - prev)
+		if delta == 0 {
+			continue
+		}
+		if delta/cur <= tolerance {
+			b[i].Count = prev
+		} else {
+			prev = cur
+		}
+	}
+}
+
+func ensureMonotonic(b []Bucket) {
+	max := b[0].Count
+	for i := 1; i < len(b); i++ {
+		switch {
+		case b[i].Count > max:
+			max = b[i].Count
+		case b[i].Count < max:
+			b[i].Count = max
+		}
+	}
+}
+
+// HasInf reports whether the buckets include the +Inf bucket.
+func HasInf(b []Bucket) bool {
+	for _, x := range b {
+		if math.IsInf(x.UpperBound, 1) {
+			return true
+		}
+	}
+	return false
+}

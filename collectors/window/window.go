@@ -1,0 +1,133 @@
+// Package window is the transport-neutral result of a collection: counters and
+// histograms reduced to their increase over a window, gauges to aligned samples.
+// The scrape collector builds it from repeated scrapes or snapshot files; the
+// Prometheus collector builds it from PromQL. One mapping turns it into evidence.
+package window
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Labels is a series' label set without the metric name and without le.
+type Labels map[string]string
+
+// Key returns a stable string for the label set.
+func (l Labels) Key() string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(l[k])
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+// Counter is a counter series' increase over the window.
+type Counter struct {
+	Labels   Labels
+	Increase float64
+	// Last is the value at the end (since server start).
+	Last   float64
+	Resets int
+}
+
+// Gauge is a gauge series sampled at the window's points; NaN where absent.
+type Gauge struct {
+	Labels Labels
+	Points []float64
+}
+
+// Bucket is a cumulative histogram bucket.
+type Bucket struct {
+	UpperBound float64
+	Count      float64
+}
+
+// Histogram is a classic histogram's increase over the window.
+type Histogram struct {
+	Labels  Labels
+	Buckets []Bucket // sorted by UpperBound, cumulative
+	Sum     float64
+	Count   float64
+	Resets  int
+}
+
+// Info is an info-style series (value 1, meaning in labels).
+type Info struct{ Labels Labels }
+
+// Window is what one collection saw.
+type Window struct {
+	Start, End time.Time
+	// Length is the window's length when only that is known (snapshot files
+	// taken a given interval apart); otherwise End − Start.
+	Length time.Duration
+	// Cumulative means the values count from server start (a single snapshot):
+	// increases are totals and there is no duration to divide by.
+	Cumulative bool
+	// Points is the number of gauge sample points (scrapes or query steps).
+	Points int
+	// Families keyed by the exposed family name (vllm:prompt_tokens_total).
+	Counters   map[string][]Counter
+	Gauges     map[string][]Gauge
+	Histograms map[string][]Histogram
+	Infos      map[string][]Info
+	// From says which transport filled the window (URL, file names, query).
+	From string
+	// Notes are things the collector could not read, one line each.
+	Notes []string
+}
+
+// New returns an empty window.
+func New() *Window {
+	return &Window{
+		Counters:   map[string][]Counter{},
+		Gauges:     map[string][]Gauge{},
+		Histograms: map[string][]Histogram{},
+		Infos:      map[string][]Info{},
+	}
+}
+
+// Seconds is the window length, or NaN when unknown or cumulative.
+func (w *Window) Seconds() float64 {
+	if w.Cumulative {
+		return math.NaN()
+	}
+	if w.Length > 0 {
+		return w.Length.Seconds()
+	}
+	if w.Start.IsZero() || w.End.IsZero() || !w.End.After(w.Start) {
+		return math.NaN()
+	}
+	return w.End.Sub(w.Start).Seconds()
+}
+
+// CounterIncrease returns the increase of a counter from its samples, treating
+// any drop as a restart from zero, as Prometheus's increase() does (without
+// extrapolation to the window edges: the samples are the window's edges).
+func CounterIncrease(samples []float64) (inc float64, resets int) {
+	prev := math.NaN()
+	for _, v := range samples {
+		if math.IsNaN(v) {
+			continue
+		}
+		switch {
+		case math.IsNaN(prev):
+		case v >= prev:
+			inc += v - prev
+		default:
+			inc += v
+			resets++
+		}
+		prev = v
+	}
+	return inc, resets
+}

@@ -1,0 +1,193 @@
+package evidence
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Field is one catalogue entry: a path rules may read.
+type Field struct {
+	Path    string `json:"path"`
+	Layer   string `json:"layer"`
+	Unit    string `json:"unit"`
+	Meaning string `json:"meaning"`
+	How     string `json:"how"`
+	// Dist is the path of the distribution this field belongs to ("" if none);
+	// reading any of its fields but count needs enough samples.
+	Dist  string `json:"-"`
+	index []int
+}
+
+// node documents a scalar, a Dist or a Series.
+type node struct{ unit, meaning, how string }
+
+const (
+	howV1Hist = "exported by vLLM V1 (0.8+) as %s; scrape /metrics or query Prometheus"
+	howQueue  = "vllm:request_queue_time_seconds (V1 engine, vLLM ≥ 0.7.2); V0 servers lack it: upgrade, or run with the V1 engine"
+)
+
+var docs = map[string]node{
+	"cond.prompt_tokens":          {"tokens", "prompt length per finished request", fmt.Sprintf(howV1Hist, "vllm:request_prompt_tokens")},
+	"cond.computed_prompt_tokens": {"tokens", "prompt tokens actually computed (prompt minus prefix-cache hits) per request", "vllm:request_prefill_kv_computed_tokens (vLLM ≥ 0.13)"},
+	"cond.output_tokens":          {"tokens", "generated tokens per finished request", fmt.Sprintf(howV1Hist, "vllm:request_generation_tokens")},
+	"cond.max_tokens":             {"tokens", "max_tokens requested per request (only when the client sets it)", "vllm:request_params_max_tokens; clients must send max_tokens"},
+	"cond.block_size":             {"tokens", "KV cache block size", "label block_size of vllm:cache_config_info"},
+	"cond.gpu_blocks":             {"blocks", "KV cache blocks on the GPU", "label num_gpu_blocks of vllm:cache_config_info"},
+	"cond.kv_capacity_tokens":     {"tokens", "tokens the KV cache holds (blocks × block size, all engines)", "labels num_gpu_blocks and block_size of vllm:cache_config_info"},
+	"cond.gpu_memory_utilization": {"ratio", "--gpu-memory-utilization the server runs with", "label gpu_memory_utilization of vllm:cache_config_info"},
+	"cond.prefix_caching":         {"bool", "1 when automatic prefix caching is on, 0 when off", "label enable_prefix_caching of vllm:cache_config_info"},
+	"cond.engines":                {"count", "data-parallel engines seen (engine label values)", "any V1 metric's engine label"},
+	"cond.window_seconds":         {"s", "length of the observed window", "give two snapshots, or scrape with --duration"},
+
+	"stage.ttft":       {"s", "time to first token, including queue wait and API-server time", fmt.Sprintf(howV1Hist, "vllm:time_to_first_token_seconds")},
+	"stage.queue":      {"s", "time from queued to first scheduled, per request", howQueue},
+	"stage.prefill":    {"s", "time from first scheduled to first token, per request", "vllm:request_prefill_time_seconds (V1 engine, vLLM ≥ 0.7.2)"},
+	"stage.decode":     {"s", "time from first to last token, per request", "vllm:request_decode_time_seconds (V1 engine, vLLM ≥ 0.7.2)"},
+	"stage.inference":  {"s", "time from first scheduled to last token, per request", "vllm:request_inference_time_seconds (V1 engine, vLLM ≥ 0.7.2)"},
+	"stage.itl":        {"s", "gap between engine steps while decoding (inter-token latency)", "vllm:inter_token_latency_seconds (vLLM ≥ 0.11) or vllm:time_per_output_token_seconds (older)"},
+	"stage.tpot":       {"s", "per-request time per output token after the first", "vllm:request_time_per_output_token_seconds (vLLM ≥ 0.11)"},
+	"stage.front_mean": {"s", "mean TTFT not spent in queue or prefill: API server, tokenization, IPC", "needs stage.ttft, stage.queue and stage.prefill"},
+
+	"service.e2e":              {"s", "end-to-end request latency on the server", fmt.Sprintf(howV1Hist, "vllm:e2e_request_latency_seconds")},
+	"service.finished":         {"requests", "requests finished in the window, any reason", "vllm:request_success_total"},
+	"service.request_rate":     {"req/s", "finished requests per second", "vllm:request_success_total over a window (two snapshots or --duration)"},
+	"service.errors":           {"requests", "requests finished with reason error", "vllm:request_success_total{finished_reason=\"error\"} (vLLM ≥ 0.13)"},
+	"service.aborts":           {"requests", "requests aborted by the client", "vllm:request_success_total{finished_reason=\"abort\"}"},
+	"service.failed_share":     {"ratio", "share of finished requests that errored or were aborted", "vllm:request_success_total by finished_reason"},
+	"service.length_share":     {"ratio", "share of finished requests cut off at max_tokens or max_model_len", "vllm:request_success_total{finished_reason=\"length\"}"},
+	"service.prompt_tps":       {"tokens/s", "prompt tokens processed per second (cached included)", "vllm:prompt_tokens_total over a window"},
+	"service.generation_tps":   {"tokens/s", "tokens generated per second", "vllm:generation_tokens_total over a window"},
+	"service.preemptions":      {"count", "preemptions in the window (KV blocks ran out)", "vllm:num_preemptions_total"},
+	"service.running":          {"requests", "requests in the running batch", "vllm:num_requests_running"},
+	"service.waiting":          {"requests", "requests waiting to be scheduled", "vllm:num_requests_waiting"},
+	"service.iteration_tokens": {"tokens", "tokens per engine step (batch size in tokens)", "vllm:iteration_tokens_total (a histogram)"},
+
+	"resource.kv_usage":        {"ratio", "fraction of KV cache blocks in use", "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)"},
+	"resource.prefix_hit_rate": {"ratio", "prefix cache hits ÷ queries, in tokens", "vllm:prefix_cache_hits_total and vllm:prefix_cache_queries_total (or the gpu_prefix_cache_* names before 0.12)"},
+	"resource.prefix_queries":  {"tokens", "prefix cache lookups in the window", "vllm:prefix_cache_queries_total"},
+}
+
+var subMeaning = map[string]string{
+	"count": "observations of", "mean": "mean", "p50": "median", "p90": "p90", "p95": "p95",
+	"p99": "p99", "max": "maximum", "min": "minimum", "last": "last value of",
+	"frac_positive": "fraction of samples above zero of", "samples": "samples taken of",
+}
+
+var (
+	catOnce sync.Once
+	catList []Field
+	catMap  map[string]Field
+)
+
+func catalogue() ([]Field, map[string]Field) {
+	catOnce.Do(func() {
+		catMap = map[string]Field{}
+		walkFields(reflect.TypeOf(Values{}), "", "", nil, func(f Field) {
+			catList = append(catList, f)
+			catMap[f.Path] = f
+		})
+		sort.Slice(catList, func(i, j int) bool { return catList[i].Path < catList[j].Path })
+	})
+	return catList, catMap
+}
+
+func walkFields(t reflect.Type, prefix, layer string, index []int, emit func(Field)) {
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		name := sf.Tag.Get("expr")
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		idx := append(append([]int{}, index...), i)
+		l := layer
+		if l == "" {
+			l = name
+		}
+		switch sf.Type {
+		case reflect.TypeOf(Dist{}), reflect.TypeOf(Series{}):
+			d := docs[path]
+			isDist := sf.Type == reflect.TypeOf(Dist{})
+			for j := 0; j < sf.Type.NumField(); j++ {
+				sub := sf.Type.Field(j).Tag.Get("expr")
+				f := Field{Path: path + "." + sub, Layer: l, Unit: d.unit, How: d.how,
+					Meaning: subMeaning[sub] + " " + d.meaning, index: append(append([]int{}, idx...), j)}
+				if sub == "count" || sub == "samples" || sub == "frac_positive" {
+					f.Unit = map[string]string{"count": "count", "samples": "count", "frac_positive": "ratio"}[sub]
+				}
+				if isDist {
+					f.Dist = path
+				}
+				emit(f)
+			}
+		default:
+			if sf.Type.Kind() == reflect.Struct {
+				walkFields(sf.Type, path, l, idx, emit)
+				continue
+			}
+			d := docs[path]
+			emit(Field{Path: path, Layer: l, Unit: d.unit, Meaning: d.meaning, How: d.how, index: idx})
+		}
+	}
+}
+
+// Fields lists every path rules may read, sorted.
+func Fields() []Field { l, _ := catalogue(); return l }
+
+// Lookup finds a catalogue entry by path.
+func Lookup(path string) (Field, bool) {
+	_, m := catalogue()
+	f, ok := m[path]
+	return f, ok
+}
+
+// Get returns the value of f in v.
+func (v *Values) Get(f Field) float64 {
+	return reflect.ValueOf(v).Elem().FieldByIndex(f.index).Float()
+}
+
+// Set stores x at f in v.
+func (v *Values) Set(f Field, x float64) {
+	reflect.ValueOf(v).Elem().FieldByIndex(f.index).SetFloat(x)
+}
+
+// Node returns the documented node (a Dist, a Series or a scalar) a path
+// belongs to: "stage.ttft" for "stage.ttft.p99".
+func Node(path string) string {
+	if _, ok := docs[path]; ok {
+		return path
+	}
+	if p := parent(path); p != "" {
+		if _, ok := docs[p]; ok {
+			return p
+		}
+	}
+	return path
+}
+
+// Tree returns the values as nested maps keyed by expr names, for templates
+// and JSON. Missing values are left out.
+func (v *Values) Tree() map[string]any {
+	root := map[string]any{}
+	for _, f := range Fields() {
+		x := v.Get(f)
+		if !Present(x) {
+			continue
+		}
+		m := root
+		parts := strings.Split(f.Path, ".")
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := m[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[p] = next
+			}
+			m = next
+		}
+		m[parts[len(parts)-1]] = x
+	}
+	return root
+}

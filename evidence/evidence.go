@@ -1,0 +1,163 @@
+// Package evidence is the model every rule reads: four layers of numbers about
+// one target (a served model, or one instance of it), with where each came from.
+//
+// Values are float64 in base units (seconds, tokens, bytes, ratios 0..1). A value
+// that no source provided is NaN; rules never see NaN because the engine checks
+// presence first and reports the rule as insufficient.
+package evidence
+
+import (
+	"math"
+	"reflect"
+)
+
+// Dist is a distribution over the window.
+type Dist struct {
+	Count float64 `expr:"count" json:"count"`
+	Mean  float64 `expr:"mean" json:"mean"`
+	P50   float64 `expr:"p50" json:"p50"`
+	P90   float64 `expr:"p90" json:"p90"`
+	P95   float64 `expr:"p95" json:"p95"`
+	P99   float64 `expr:"p99" json:"p99"`
+	Max   float64 `expr:"max" json:"max"`
+}
+
+// Series summarises a gauge sampled across the window.
+type Series struct {
+	Mean         float64 `expr:"mean" json:"mean"`
+	Max          float64 `expr:"max" json:"max"`
+	Min          float64 `expr:"min" json:"min"`
+	Last         float64 `expr:"last" json:"last"`
+	FracPositive float64 `expr:"frac_positive" json:"frac_positive"`
+	Samples      float64 `expr:"samples" json:"samples"`
+}
+
+// Cond is the request-condition layer: what was asked of the server and how it
+// was configured. Two diagnoses are comparable only when these agree.
+type Cond struct {
+	PromptTokens         Dist    `expr:"prompt_tokens"`
+	ComputedPromptTokens Dist    `expr:"computed_prompt_tokens"`
+	OutputTokens         Dist    `expr:"output_tokens"`
+	MaxTokens            Dist    `expr:"max_tokens"`
+	BlockSize            float64 `expr:"block_size"`
+	GPUBlocks            float64 `expr:"gpu_blocks"`
+	KVCapacityTokens     float64 `expr:"kv_capacity_tokens"`
+	GPUMemoryUtilization float64 `expr:"gpu_memory_utilization"`
+	PrefixCaching        float64 `expr:"prefix_caching"`
+	Engines              float64 `expr:"engines"`
+	WindowSeconds        float64 `expr:"window_seconds"`
+}
+
+// Stage is the per-stage latency layer.
+type Stage struct {
+	TTFT      Dist    `expr:"ttft"`
+	Queue     Dist    `expr:"queue"`
+	Prefill   Dist    `expr:"prefill"`
+	Decode    Dist    `expr:"decode"`
+	Inference Dist    `expr:"inference"`
+	ITL       Dist    `expr:"itl"`
+	TPOT      Dist    `expr:"tpot"`
+	FrontMean float64 `expr:"front_mean"`
+}
+
+// Service is what users of the service see.
+type Service struct {
+	E2E             Dist    `expr:"e2e"`
+	Finished        float64 `expr:"finished"`
+	RequestRate     float64 `expr:"request_rate"`
+	Errors          float64 `expr:"errors"`
+	Aborts          float64 `expr:"aborts"`
+	FailedShare     float64 `expr:"failed_share"`
+	LengthShare     float64 `expr:"length_share"`
+	PromptTPS       float64 `expr:"prompt_tps"`
+	GenerationTPS   float64 `expr:"generation_tps"`
+	Preemptions     float64 `expr:"preemptions"`
+	Running         Series  `expr:"running"`
+	Waiting         Series  `expr:"waiting"`
+	IterationTokens Dist    `expr:"iteration_tokens"`
+}
+
+// Resource is the hardware and cache layer.
+type Resource struct {
+	KVUsage       Series  `expr:"kv_usage"`
+	PrefixHitRate float64 `expr:"prefix_hit_rate"`
+	PrefixQueries float64 `expr:"prefix_queries"`
+}
+
+// Values holds the four layers.
+type Values struct {
+	Cond     Cond     `expr:"cond"`
+	Stage    Stage    `expr:"stage"`
+	Service  Service  `expr:"service"`
+	Resource Resource `expr:"resource"`
+}
+
+// Source says where a value came from.
+type Source struct {
+	// Metric is the exposed name read (vllm:request_queue_time_seconds), or
+	// "derived" with Note saying how.
+	Metric string `json:"metric"`
+	// From is the transport: a URL, a file, or a query.
+	From string `json:"from,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+// Target names what a piece of evidence is about.
+type Target struct {
+	Model    string `json:"model,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Engine   string `json:"engine,omitempty"`
+}
+
+// Evidence is everything known about one target over the window.
+type Evidence struct {
+	Target Target
+	Values Values
+	// Sources maps a field path or path prefix (stage.ttft) to its origin.
+	Sources map[string]Source
+	// Members are per-engine or per-instance breakdowns of the same target.
+	Members []*Evidence
+}
+
+// New returns evidence with every value missing.
+func New(t Target) *Evidence {
+	e := &Evidence{Target: t, Sources: map[string]Source{}}
+	fillNaN(reflect.ValueOf(&e.Values).Elem())
+	return e
+}
+
+func fillNaN(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			fillNaN(v.Field(i))
+		}
+	case reflect.Float64:
+		v.SetFloat(math.NaN())
+	}
+}
+
+// Cite records where the value at path came from.
+func (e *Evidence) Cite(path string, s Source) { e.Sources[path] = s }
+
+// SourceOf returns the source recorded for path or its closest prefix.
+func (e *Evidence) SourceOf(path string) (Source, bool) {
+	for p := path; p != ""; p = parent(p) {
+		if s, ok := e.Sources[p]; ok {
+			return s, true
+		}
+	}
+	return Source{}, false
+}
+
+func parent(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '.' {
+			return p[:i]
+		}
+	}
+	return ""
+}
+
+// Present reports whether v is a real number.
+func Present(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

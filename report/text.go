@@ -1,0 +1,389 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+// TextOptions control the terminal report.
+type TextOptions struct {
+	// Color: auto (terminal and NO_COLOR unset), always or never.
+	Color string
+	// Width of the report; 80 when zero.
+	Width int
+	// IsTerminal tells auto whether the writer is a terminal.
+	IsTerminal bool
+}
+
+// ColorOn decides colour: NO_COLOR (any value) turns it off, then
+// CLICOLOR_FORCE turns it on, then TERM=dumb or a non-terminal turns it off.
+func ColorOn(mode string, isTerminal bool) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	if v := os.Getenv("CLICOLOR_FORCE"); v != "" && v != "0" {
+		return true
+	}
+	return isTerminal && os.Getenv("TERM") != "dumb"
+}
+
+type styles struct {
+	head, crit, warn, info, ok, dim, bold lipgloss.Style
+}
+
+func newStyles(w io.Writer, color bool) styles {
+	r := lipgloss.NewRenderer(w)
+	if color {
+		r.SetColorProfile(termenv.ANSI256)
+	} else {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	return styles{
+		head: r.NewStyle().Bold(true),
+		crit: r.NewStyle().Foreground(lipgloss.Color("9")).Bold(true),
+		warn: r.NewStyle().Foreground(lipgloss.Color("11")).Bold(true),
+		info: r.NewStyle().Foreground(lipgloss.Color("12")),
+		ok:   r.NewStyle().Foreground(lipgloss.Color("10")).Bold(true),
+		dim:  r.NewStyle().Faint(true),
+		bold: r.NewStyle().Bold(true),
+	}
+}
+
+// Text writes the diagnosis for people: fits the width, keeps meaning in words
+// and symbols (✗ critical, ! warning, i info, ? could not check) as well as colour.
+func Text(w io.Writer, d *advisor.Diagnosis, o TextOptions) error {
+	width := o.Width
+	if width <= 0 {
+		width = 80
+	}
+	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
+	p := &printer{w: w, width: width, st: st}
+	p.line(st.head.Render("llmdoctor diagnosis") + "  " + windowText(d))
+	for _, s := range d.Sources {
+		mark := "✓"
+		where := s.URL + s.Path
+		if !s.OK {
+			mark = "✗"
+			where += ": " + s.Error
+		}
+		p.wrap("  ", fmt.Sprintf("%s %s %s", mark, s.Kind, where))
+	}
+	for _, n := range d.Notes {
+		p.wrap("  ", "note: "+n)
+	}
+	if len(d.Targets) == 0 {
+		p.blank()
+		p.wrap("", "No vLLM metrics found in the sources: nothing to diagnose.")
+	}
+	for _, t := range d.Targets {
+		p.target(t)
+	}
+	return p.err
+}
+
+func windowText(d *advisor.Diagnosis) string {
+	w := d.Window
+	switch {
+	case w.Cumulative:
+		return "· one snapshot: totals since server start"
+	case w.Seconds > 0:
+		return fmt.Sprintf("· %s window, %d samples", rules.Duration(w.Seconds), w.Points)
+	}
+	return ""
+}
+
+type printer struct {
+	w     io.Writer
+	width int
+	st    styles
+	err   error
+}
+
+func (p *printer) line(s string) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintln(p.w, s)
+	}
+}
+
+func (p *printer) blank() { p.line("") }
+
+// wrap writes text wrapped to the width, every line indented.
+func (p *printer) wrap(indent, s string) {
+	for _, l := range strings.Split(ansi.Wrap(s, p.width-ansi.StringWidth(indent), ""), "\n") {
+		p.line(indent + l)
+	}
+}
+
+func (p *printer) section(name string) {
+	p.blank()
+	p.line(p.st.bold.Render(name))
+}
+
+func (p *printer) target(t advisor.Target) {
+	p.blank()
+	name := targetName(t.Target)
+	rule := strings.Repeat("─", max(3, p.width-ansi.StringWidth(name)-4))
+	p.line(p.st.head.Render("── " + name + " " + rule))
+
+	pr := t.Primary
+	switch pr.Status {
+	case "found":
+		p.wrap("", p.sevMark(findingSeverity(t, pr.Rule))+" VERDICT "+p.st.bold.Render(pr.Bottleneck)+": "+pr.Summary)
+	case "healthy":
+		p.wrap("", p.st.ok.Render("✓ VERDICT healthy")+": "+pr.Summary)
+	default:
+		p.wrap("", p.st.warn.Render("? VERDICT inconclusive")+": "+pr.Summary)
+	}
+	if pr.Status == "found" && len(pr.Unchecked) > 0 {
+		p.wrap("  ", "Could not check: "+strings.Join(pr.Unchecked, ", ")+" (see gaps).")
+	}
+
+	if c := conditionsText(t.Conditions); c != "" {
+		p.section("Request conditions")
+		p.wrap("  ", c)
+	}
+	p.latency(t.LatencyMap)
+
+	if len(t.Findings) > 0 {
+		p.section("Findings")
+		for _, f := range t.Findings {
+			if f.ExplainedBy == "" {
+				p.finding(f, "  ")
+				for _, g := range t.Findings {
+					if g.ExplainedBy == f.Rule {
+						p.wrap("    ", p.st.dim.Render("↳ explained by the finding above:"))
+						p.finding(g, "      ")
+					}
+				}
+			}
+		}
+	}
+	if len(t.Next) > 0 {
+		p.section("Next steps, cheapest first")
+		for i, s := range t.Next {
+			p.wrap("  ", fmt.Sprintf("%d. [%s] %s", i+1, s.Cost, s.Do))
+		}
+	}
+	if len(t.Gaps) > 0 {
+		p.section("Could not check")
+		for _, g := range t.Gaps {
+			var miss []string
+			for _, m := range g.Details {
+				if m.Why == "missing" {
+					miss = append(miss, m.Path)
+				} else {
+					miss = append(miss, m.Path+" ("+m.Why+")")
+				}
+			}
+			p.wrap("  ", fmt.Sprintf("? %s: needs %s", g.Rule, strings.Join(miss, ", ")))
+			if g.How != "" {
+				p.wrap("      ", p.st.dim.Render("how: "+g.How))
+			}
+		}
+	}
+	if len(t.Suppressed) > 0 {
+		p.section("Suppressed")
+		for _, f := range t.Suppressed {
+			p.wrap("  ", fmt.Sprintf("- %s: %s", f.Rule, f.Suppressed))
+		}
+	}
+	if len(t.Members) > 0 {
+		p.section("Per instance / engine")
+		for _, m := range t.Members {
+			var parts []string
+			for _, k := range sortedKeys(m.Evidence) {
+				parts = append(parts, k+"="+formatValue(k, m.Evidence[k]))
+			}
+			p.wrap("  ", memberName(m.Target)+": "+strings.Join(parts, " "))
+		}
+	}
+	p.blank()
+	p.line(p.st.dim.Render(fmt.Sprintf("checks: %d fired · %d quiet · %d could not run",
+		t.Checks.Fired, t.Checks.Quiet, t.Checks.Insufficient)))
+}
+
+func findingSeverity(t advisor.Target, rule string) string {
+	for _, f := range t.Findings {
+		if f.Rule == rule {
+			return f.Severity
+		}
+	}
+	return ""
+}
+
+func (p *printer) sevMark(sev string) string {
+	switch sev {
+	case "critical":
+		return p.st.crit.Render("✗ CRITICAL")
+	case "warning":
+		return p.st.warn.Render("! WARNING")
+	}
+	return p.st.info.Render("i INFO")
+}
+
+func (p *printer) finding(f advisor.Finding, indent string) {
+	p.wrap(indent, p.sevMark(f.Severity)+" "+f.Rule+": "+f.Title)
+	p.wrap(indent+"  ", f.Message)
+	var ev []string
+	for _, k := range sortedKeys(f.Evidence) {
+		s := k + "=" + formatValue(k, f.Evidence[k])
+		ev = append(ev, s)
+	}
+	if len(ev) > 0 {
+		p.wrap(indent+"  ", p.st.dim.Render("evidence: "+strings.Join(ev, " ")))
+	}
+	var src []string
+	seen := map[string]bool{}
+	for _, k := range sortedKeys(f.Sources) {
+		if s := f.Sources[k]; !seen[s] {
+			seen[s] = true
+			src = append(src, s)
+		}
+	}
+	if len(src) > 0 {
+		p.wrap(indent+"  ", p.st.dim.Render("from: "+strings.Join(src, ", ")))
+	}
+	p.wrap(indent+"  ", p.st.dim.Render("docs: "+f.Docs))
+}
+
+func (p *printer) latency(m advisor.LatencyMap) {
+	if m.TTFT == nil {
+		return
+	}
+	p.section(fmt.Sprintf("Latency map (mean TTFT %s)", rules.Duration(*m.TTFT)))
+	parts := []struct {
+		name string
+		v    *float64
+		hint string
+	}{
+		{"queue", m.Queue, "waiting for the scheduler"},
+		{"prefill", m.Prefill, "computing the prompt"},
+		{"front", m.Front, "API server, tokenizer, hand-off"},
+	}
+	barWidth := p.width - 42
+	for _, x := range parts {
+		if x.v == nil {
+			p.line(fmt.Sprintf("  %-8s %8s  %s", x.name, "?", p.st.dim.Render("not exported")))
+			continue
+		}
+		share := 0.0
+		if *m.TTFT > 0 {
+			share = *x.v / *m.TTFT
+		}
+		n := int(share*float64(barWidth) + 0.5)
+		n = min(max(n, 0), barWidth)
+		bar := strings.Repeat("█", n) + strings.Repeat("·", barWidth-n)
+		p.line(fmt.Sprintf("  %-8s %8s %4s %s", x.name, rules.Duration(*x.v), percentText(share), bar))
+	}
+	if m.Decode != nil && m.E2E != nil {
+		p.line(fmt.Sprintf("  then decode %s of mean end-to-end %s", rules.Duration(*m.Decode), rules.Duration(*m.E2E)))
+	}
+}
+
+func percentText(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }
+
+func conditionsText(c map[string]any) string {
+	var parts []string
+	get := func(path ...string) (float64, bool) {
+		var cur any = c
+		for _, k := range path {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return 0, false
+			}
+			cur = m[k]
+		}
+		x, ok := cur.(float64)
+		return x, ok
+	}
+	if m, ok := get("prompt_tokens", "mean"); ok {
+		s := "prompt " + rules.Tokens(m) + " tokens mean"
+		if p90, ok := get("prompt_tokens", "p90"); ok {
+			s += " (p90 " + rules.Tokens(p90) + ")"
+		}
+		parts = append(parts, s)
+	}
+	if m, ok := get("output_tokens", "mean"); ok {
+		parts = append(parts, "output "+rules.Tokens(m)+" tokens mean")
+	}
+	if x, ok := get("kv_capacity_tokens"); ok {
+		parts = append(parts, "KV cache "+rules.Tokens(x)+" tokens")
+	}
+	if x, ok := get("prefix_caching"); ok {
+		parts = append(parts, map[bool]string{true: "prefix caching on", false: "prefix caching off"}[x == 1])
+	}
+	if x, ok := get("gpu_memory_utilization"); ok {
+		parts = append(parts, "gpu-memory-utilization "+rules.Number(x))
+	}
+	if x, ok := get("engines"); ok {
+		parts = append(parts, rules.Number(x)+" engine(s)")
+	}
+	return strings.Join(parts, " · ")
+}
+
+// formatValue prints a value in its catalogue unit.
+func formatValue(path string, x float64) string {
+	f, ok := evidence.Lookup(path)
+	if !ok {
+		return rules.Number(x)
+	}
+	switch f.Unit {
+	case "s":
+		return rules.Duration(x)
+	case "ratio":
+		return percentText(x)
+	case "tokens":
+		return rules.Tokens(x)
+	}
+	return rules.Number(x)
+}
+
+func targetName(t evidence.Target) string {
+	parts := []string{}
+	if t.Model != "" {
+		parts = append(parts, "model "+t.Model)
+	}
+	if t.Instance != "" {
+		parts = append(parts, "instance "+t.Instance)
+	}
+	if t.Engine != "" {
+		parts = append(parts, "engine "+t.Engine)
+	}
+	if len(parts) == 0 {
+		return "all series"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func memberName(t evidence.Target) string {
+	if t.Engine != "" {
+		return "engine " + t.Engine
+	}
+	return "instance " + t.Instance
+}
+
+func sortedKeys[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

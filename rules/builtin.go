@@ -1,0 +1,63 @@
+package rules
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+)
+
+//go:embed builtin
+var builtinFS embed.FS
+
+// BuiltinFS is the embedded rule tree (rule files and their fixture folders).
+var BuiltinFS = builtinFS
+
+// Builtin loads the rules shipped with llmdoctor.
+func Builtin() ([]*Rule, error) { return LoadFS(builtinFS, "builtin", true) }
+
+// Load returns the built-in rules plus the rules in each user directory.
+func Load(dirs ...string) (*Set, error) {
+	b, err := Builtin()
+	if err != nil {
+		return nil, err
+	}
+	all := [][]*Rule{b}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			return nil, fmt.Errorf("rules directory: %v", err)
+		}
+		u, err := LoadFS(os.DirFS(d), ".", false)
+		for _, r := range u {
+			r.File = d + "/" + r.File
+		}
+		if err != nil {
+			return nil, prefixFiles(err, d)
+		}
+		all = append(all, u)
+	}
+	return NewSet(all...)
+}
+
+func prefixFiles(err error, dir string) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = dir + "/" + l
+	}
+	return fmt.Errorf("%s", strings.Join(lines, "\n"))
+}
+
+// LoadConfig reads llmdoctor.yaml.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	var c Config
+	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%s: %s", path, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
+	}
+	return &c, nil
+}

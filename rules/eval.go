@@ -1,0 +1,314 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/expr-lang/expr"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
+)
+
+// Outcome of one rule on one target.
+type Outcome string
+
+// Outcomes.
+const (
+	Fired        Outcome = "fired"
+	Quiet        Outcome = "quiet"
+	Insufficient Outcome = "insufficient"
+)
+
+// Result is one rule's outcome on one target.
+type Result struct {
+	Rule     *Rule
+	Outcome  Outcome
+	Severity Severity
+	Message  string
+	// Evidence holds the values the rule read, by path.
+	Evidence map[string]float64
+	// Impact is the share of latency the finding accounts for (0 if unknown).
+	Impact float64
+	// Missing names what kept an insufficient rule from running.
+	Missing []Missing
+	// Suppressed holds the reason when a suppression matched.
+	Suppressed string
+}
+
+// Missing is one absent or too-thin piece of evidence.
+type Missing struct {
+	Path string `json:"path"`
+	// Why: "missing" or "only N samples (need M)".
+	Why string `json:"why"`
+	How string `json:"how"`
+}
+
+// DefaultMinSamples is the fewest observations a distribution needs in the
+// window before a rule may judge it.
+const DefaultMinSamples = 20
+
+// Evaluate runs every enabled rule on the evidence: first the rules that read
+// evidence only, then those that read the verdict of the first.
+func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	env := newEnv(&e.Values)
+	var out []Result
+	var unchecked []Missing
+	for pass := 0; pass < 2; pass++ {
+		if pass == 1 {
+			env.Verdict = verdict(out)
+			unchecked = uncheckedCritical(out)
+		}
+		for _, r := range s.Rules {
+			if r.usesVerdict != (pass == 1) || !cfg.Enabled(r.ID) {
+				continue
+			}
+			var res Result
+			if r.usesVerdict && len(unchecked) > 0 {
+				// A judgement of the whole diagnosis needs the rules that decide it.
+				res = Result{Rule: r, Severity: cfg.severity(r), Outcome: Insufficient, Missing: unchecked}
+			} else {
+				res = s.evalOne(r, e, env, cfg)
+			}
+			if res.Outcome == Fired {
+				res.Suppressed = cfg.suppressed(r.ID, e.Target)
+			}
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+func uncheckedCritical(rs []Result) []Missing {
+	var out []Missing
+	for _, r := range rs {
+		if r.Outcome == Insufficient && r.Severity == Critical {
+			out = append(out, Missing{Path: r.Rule.ID, Why: "could not run", How: "see that rule's gap"})
+		}
+	}
+	return out
+}
+
+func verdict(rs []Result) Verdict {
+	var v Verdict
+	bn := map[string]bool{}
+	for _, r := range rs {
+		if r.Outcome != Fired || r.Suppressed != "" {
+			continue
+		}
+		switch r.Severity {
+		case Critical:
+			v.Critical++
+		case Warning:
+			v.Warning++
+		case Info:
+			v.Info++
+		}
+		bn[r.Rule.Bottleneck] = true
+		v.TopImpact = math.Max(v.TopImpact, r.Impact)
+	}
+	v.Bottlenecks = float64(len(bn))
+	return v
+}
+
+func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config) Result {
+	res := Result{Rule: r, Severity: cfg.severity(r)}
+	minSamples := cfg.minSamples()
+	checked := map[string]bool{}
+	for _, f := range r.reads {
+		x := e.Values.Get(f)
+		if !evidence.Present(x) {
+			res.Missing = append(res.Missing, Missing{Path: f.Path, Why: "missing", How: f.How})
+			continue
+		}
+		if f.Dist != "" && f.Path != f.Dist+".count" && !checked[f.Dist] {
+			checked[f.Dist] = true
+			cf, _ := evidence.Lookup(f.Dist + ".count")
+			if n := e.Values.Get(cf); !evidence.Present(n) || n < minSamples {
+				res.Missing = append(res.Missing, Missing{Path: f.Dist,
+					Why: fmt.Sprintf("only %s samples in the window (need %s)", Number(n), Number(minSamples)), How: f.How})
+			}
+		}
+	}
+	if len(res.Missing) > 0 {
+		res.Outcome = Insufficient
+		return res
+	}
+	env.Params = cfg.params(r)
+	out, err := expr.Run(r.when, env)
+	if err != nil {
+		res.Outcome = Insufficient
+		res.Missing = []Missing{{Path: r.ID, Why: "condition failed: " + oneLine(err)}}
+		return res
+	}
+	if fired, _ := out.(bool); !fired {
+		res.Outcome = Quiet
+		return res
+	}
+	res.Outcome = Fired
+	res.Evidence = map[string]float64{}
+	for _, f := range r.reads {
+		res.Evidence[f.Path] = e.Values.Get(f)
+	}
+	for _, name := range r.verdictReads {
+		res.Evidence["verdict."+name] = verdictByName[name](env.Verdict)
+	}
+	if r.impact != nil {
+		if v, err := expr.Run(r.impact, env); err == nil {
+			if x, ok := v.(float64); ok && evidence.Present(x) {
+				res.Impact = math.Max(0, math.Min(1, x))
+			}
+		}
+	}
+	msg, err := r.render(&e.Values, env.Params, env.Verdict)
+	if err != nil {
+		msg = r.Title
+	}
+	res.Message = msg
+	return res
+}
+
+// Config holds per-rule overrides and suppressions (llmdoctor.yaml).
+type Config struct {
+	MinSamples float64                 `yaml:"min_samples"`
+	Rules      map[string]RuleOverride `yaml:"rules"`
+	Suppress   []Suppression           `yaml:"suppress"`
+	// Now is the time suppressions expire against (zero: time.Now()).
+	Now time.Time `yaml:"-"`
+}
+
+// RuleOverride changes one rule.
+type RuleOverride struct {
+	Enabled  *bool              `yaml:"enabled"`
+	Severity string             `yaml:"severity"`
+	Params   map[string]float64 `yaml:"params"`
+}
+
+// Suppression silences a rule, optionally for one model, until a date.
+type Suppression struct {
+	Rule   string `yaml:"rule"`
+	Model  string `yaml:"model"`
+	Reason string `yaml:"reason"`
+	Until  string `yaml:"until"`
+	until  time.Time
+}
+
+// Enabled reports whether the config leaves a rule on.
+func (c *Config) Enabled(id string) bool {
+	o, ok := c.Rules[id]
+	return !ok || o.Enabled == nil || *o.Enabled
+}
+
+func (c *Config) severity(r *Rule) Severity {
+	if o, ok := c.Rules[r.ID]; ok && o.Severity != "" {
+		if s, err := ParseSeverity(o.Severity); err == nil {
+			return s
+		}
+	}
+	return r.Sev
+}
+
+func (c *Config) params(r *Rule) map[string]float64 {
+	o, ok := c.Rules[r.ID]
+	if !ok || len(o.Params) == 0 {
+		return r.Params
+	}
+	p := make(map[string]float64, len(r.Params))
+	for k, v := range r.Params {
+		p[k] = v
+	}
+	for k, v := range o.Params {
+		p[k] = v
+	}
+	return p
+}
+
+func (c *Config) minSamples() float64 {
+	if c.MinSamples > 0 {
+		return c.MinSamples
+	}
+	return DefaultMinSamples
+}
+
+func (c *Config) suppressed(id string, t evidence.Target) string {
+	now := c.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	for _, s := range c.Suppress {
+		if s.Rule != id || (s.Model != "" && s.Model != t.Model) {
+			continue
+		}
+		if !s.until.IsZero() && now.After(s.until) {
+			continue
+		}
+		return s.Reason
+	}
+	return ""
+}
+
+// Validate checks the config against the rule set: unknown rule ids, unknown
+// params, bad severities, suppressions without a reason or with a bad date.
+func (c *Config) Validate(s *Set) error {
+	for id, o := range c.Rules {
+		r, ok := s.Get(id)
+		if !ok {
+			return fmt.Errorf("config: rules.%s: no such rule (see llmdoctor rules list)", id)
+		}
+		if o.Severity != "" {
+			if _, err := ParseSeverity(o.Severity); err != nil {
+				return fmt.Errorf("config: rules.%s: %v", id, err)
+			}
+		}
+		for p := range o.Params {
+			if _, ok := r.Params[p]; !ok {
+				return fmt.Errorf("config: rules.%s.params.%s: the rule has no such param (it has %v)", id, p, keysOf(r.Params))
+			}
+		}
+	}
+	for i := range c.Suppress {
+		sp := &c.Suppress[i]
+		if _, ok := s.Get(sp.Rule); !ok {
+			return fmt.Errorf("config: suppress[%d]: no such rule %q", i, sp.Rule)
+		}
+		if sp.Reason == "" {
+			return fmt.Errorf("config: suppress[%d] (%s): a suppression needs a reason", i, sp.Rule)
+		}
+		if sp.Until != "" {
+			t, err := time.Parse("2006-01-02", sp.Until)
+			if err != nil {
+				return fmt.Errorf("config: suppress[%d] (%s): until must be a date like 2026-12-31", i, sp.Rule)
+			}
+			sp.until = t.Add(24*time.Hour - time.Nanosecond)
+		}
+	}
+	return nil
+}
+
+// Expired lists suppressions whose date has passed, so a report can say so.
+func (c *Config) Expired() []Suppression {
+	now := c.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var out []Suppression
+	for _, s := range c.Suppress {
+		if !s.until.IsZero() && now.After(s.until) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func keysOf(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,398 @@
+package rules
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"text/template"
+	"text/template/parse"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+	"github.com/goccy/go-yaml"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
+)
+
+// Set is a loaded, compiled rule set.
+type Set struct {
+	Rules []*Rule
+	byID  map[string]*Rule
+}
+
+// Get finds a rule by id.
+func (s *Set) Get(id string) (*Rule, bool) { r, ok := s.byID[id]; return r, ok }
+
+var idPattern = regexp.MustCompile(`^[a-z0-9-]+/[a-z0-9-]+$`)
+
+// LoadFS loads every *.yaml rule file under root (fixture folders excluded).
+func LoadFS(fsys fs.FS, root string, builtIn bool) ([]*Rule, error) {
+	var out []*Rule
+	var errs []error
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasSuffix(p, ".tests") {
+			return fs.SkipDir
+		}
+		if d.IsDir() || (!strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, ".yml")) {
+			return nil
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		r, err := Parse(p, data)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		r.BuiltIn = builtIn
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, errors.Join(errs...)
+}
+
+// NewSet checks ids are unique and orders rules by id.
+func NewSet(rs ...[]*Rule) (*Set, error) {
+	s := &Set{byID: map[string]*Rule{}}
+	for _, l := range rs {
+		for _, r := range l {
+			if prev, ok := s.byID[r.ID]; ok {
+				return nil, fmt.Errorf("%s:%d: rule %s: duplicate id (also in %s:%d)", r.File, r.Line, r.ID, prev.File, prev.Line)
+			}
+			s.byID[r.ID] = r
+			s.Rules = append(s.Rules, r)
+		}
+	}
+	sort.Slice(s.Rules, func(i, j int) bool { return s.Rules[i].ID < s.Rules[j].ID })
+	return s, nil
+}
+
+// loadError carries file, line and rule id.
+func loadError(file string, line int, id, format string, a ...any) error {
+	where := file
+	if line > 0 {
+		where = fmt.Sprintf("%s:%d", file, line)
+	}
+	if id != "" {
+		where += ": rule " + id
+	}
+	return fmt.Errorf("%s: %s", where, fmt.Sprintf(format, a...))
+}
+
+// Parse reads, validates and compiles one rule file.
+func Parse(file string, data []byte) (*Rule, error) {
+	var spec Spec
+	if err := yaml.UnmarshalWithOptions(data, &spec, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%s: %s", file, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
+	}
+	lines := keyLines(data)
+	r := &Rule{Spec: spec, File: file, Line: lines["id"]}
+	fail := func(key, format string, a ...any) error {
+		return loadError(file, lines[key], spec.ID, format, a...)
+	}
+	if spec.ID == "" {
+		return nil, fail("", "no id")
+	}
+	if !idPattern.MatchString(spec.ID) {
+		return nil, fail("id", "id must be area/name in lower case with dashes")
+	}
+	if spec.Title == "" {
+		return nil, fail("id", "no title")
+	}
+	if !slices.Contains(Layers, spec.Layer) {
+		return nil, fail("layer", "layer %q is not one of %s", spec.Layer, strings.Join(Layers, ", "))
+	}
+	if !slices.Contains(Bottlenecks, spec.Bottleneck) {
+		return nil, fail("bottleneck", "bottleneck %q is not one of %s", spec.Bottleneck, strings.Join(Bottlenecks, ", "))
+	}
+	for _, b := range spec.Explains {
+		if !slices.Contains(Bottlenecks, b) || b == "none" {
+			return nil, fail("explains", "explains %q, which is not a bottleneck", b)
+		}
+		if b == spec.Bottleneck {
+			return nil, fail("explains", "a rule cannot explain its own bottleneck")
+		}
+	}
+	sev, err := ParseSeverity(spec.Severity)
+	if err != nil {
+		return nil, fail("severity", "%v", err)
+	}
+	r.Sev = sev
+	if spec.When == "" {
+		return nil, fail("id", "no when condition")
+	}
+	if spec.Says == "" {
+		return nil, fail("id", "no says message")
+	}
+	for i, s := range spec.Next {
+		if s.Do == "" || !slices.Contains(Costs, s.Cost) {
+			return nil, fail("next", "next step %d needs do and a cost of %s", i+1, strings.Join(Costs, ", "))
+		}
+	}
+	for p := range spec.Params {
+		if strings.TrimSpace(spec.Thresholds[p]) == "" {
+			return nil, fail("params", "param %s has no justification under thresholds", p)
+		}
+	}
+	for p := range spec.Thresholds {
+		if _, ok := spec.Params[p]; !ok {
+			return nil, fail("thresholds", "thresholds names %s, which is not a param", p)
+		}
+	}
+
+	reads := map[string]bool{}
+	r.when, err = compile(spec.When, expr.AsBool())
+	if err != nil {
+		return nil, fail("when", "when: %s", oneLine(err))
+	}
+	if err := r.walk(r.when.Node(), reads); err != nil {
+		return nil, fail("when", "when: %v", err)
+	}
+	if spec.Impact != "" {
+		r.impact, err = compile(spec.Impact, expr.AsFloat64())
+		if err != nil {
+			return nil, fail("impact", "impact: %s", oneLine(err))
+		}
+		if err := r.walk(r.impact.Node(), reads); err != nil {
+			return nil, fail("impact", "impact: %v", err)
+		}
+	}
+	r.says, err = template.New(spec.ID).Funcs(templateFuncs).Option("missingkey=error").Parse(spec.Says)
+	if err != nil {
+		return nil, fail("says", "says: %s", oneLine(err))
+	}
+	if err := r.templateReads(reads); err != nil {
+		return nil, fail("says", "says: %v", err)
+	}
+	for p := range reads {
+		f, _ := evidence.Lookup(p)
+		r.reads = append(r.reads, f)
+	}
+	sort.Slice(r.reads, func(i, j int) bool { return r.reads[i].Path < r.reads[j].Path })
+	if err := r.tryTemplate(); err != nil {
+		return nil, fail("says", "says: %s", oneLine(err))
+	}
+	return r, nil
+}
+
+func compile(src string, opts ...expr.Option) (*vm.Program, error) {
+	opts = append(opts, expr.Env(Env{}), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"),
+		expr.MaxNodes(2000))
+	return expr.Compile(src, opts...)
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// walk collects the evidence paths an expression reads and checks params.
+func (r *Rule) walk(node ast.Node, reads map[string]bool) error {
+	v := &readVisitor{}
+	ast.Walk(&node, v)
+	chains, bare := v.result()
+	for _, chain := range chains {
+		switch chain[0] {
+		case "params":
+			if len(chain) != 2 {
+				return fmt.Errorf("params are read as params.NAME")
+			}
+			if _, ok := r.Params[chain[1]]; !ok {
+				return fmt.Errorf("params.%s is not declared under params", chain[1])
+			}
+		case "verdict":
+			if len(chain) != 2 || !verdictField(chain[1]) {
+				return fmt.Errorf("verdict is read as verdict.NAME with NAME one of %s", strings.Join(verdictNames(), ", "))
+			}
+			r.usesVerdict = true
+			r.addVerdictRead(chain[1])
+		default:
+			p := strings.Join(chain, ".")
+			if _, ok := evidence.Lookup(p); !ok {
+				return fmt.Errorf("%s is a group, not a number: read one of its fields", p)
+			}
+			reads[p] = true
+		}
+	}
+	for _, id := range bare {
+		if id == "params" || id == "verdict" || slices.Contains(Layers, id) {
+			return fmt.Errorf("%s is a group, not a number: read one of its fields", id)
+		}
+	}
+	return nil
+}
+
+// readVisitor records member chains (stage.ttft.p99) and bare identifiers.
+// ast.Walk visits children before parents, so inner links of a chain are
+// only known once the walk is done; see outermost.
+type readVisitor struct {
+	members []*ast.MemberNode
+	idents  []*ast.IdentifierNode
+}
+
+func (v *readVisitor) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.MemberNode:
+		v.members = append(v.members, n)
+	case *ast.IdentifierNode:
+		v.idents = append(v.idents, n)
+	}
+}
+
+// result returns the outermost chains and the identifiers used alone.
+func (v *readVisitor) result() (chains [][]string, bare []string) {
+	inner := map[ast.Node]bool{}
+	for _, m := range v.members {
+		inner[m.Node] = true
+	}
+	for _, m := range v.members {
+		if inner[m] {
+			continue
+		}
+		if c, ok := memberChain(m); ok {
+			chains = append(chains, c)
+		}
+	}
+	for _, id := range v.idents {
+		if !inner[id] {
+			bare = append(bare, id.Value)
+		}
+	}
+	return chains, bare
+}
+
+// memberChain flattens a.b.c into [a b c].
+func memberChain(n *ast.MemberNode) ([]string, bool) {
+	prop, ok := n.Property.(*ast.StringNode)
+	if !ok {
+		return nil, false
+	}
+	switch x := n.Node.(type) {
+	case *ast.IdentifierNode:
+		return []string{x.Value, prop.Value}, true
+	case *ast.MemberNode:
+		c, ok := memberChain(x)
+		if !ok {
+			return nil, false
+		}
+		return append(c, prop.Value), true
+	}
+	return nil, false
+}
+
+// templateReads adds the fields the message template reads.
+func (r *Rule) templateReads(reads map[string]bool) error {
+	var visit func(parse.Node) error
+	visit = func(n parse.Node) error {
+		switch x := n.(type) {
+		case *parse.ListNode:
+			if x == nil {
+				return nil
+			}
+			for _, c := range x.Nodes {
+				if err := visit(c); err != nil {
+					return err
+				}
+			}
+		case *parse.ActionNode:
+			return visit(x.Pipe)
+		case *parse.IfNode:
+			for _, c := range []parse.Node{x.Pipe, x.List, x.ElseList} {
+				if err := visit(c); err != nil {
+					return err
+				}
+			}
+		case *parse.PipeNode:
+			if x == nil {
+				return nil
+			}
+			for _, c := range x.Cmds {
+				if err := visit(c); err != nil {
+					return err
+				}
+			}
+		case *parse.CommandNode:
+			for _, a := range x.Args {
+				if err := visit(a); err != nil {
+					return err
+				}
+			}
+		case *parse.FieldNode:
+			chain := x.Ident
+			switch {
+			case chain[0] == "params":
+				if len(chain) != 2 || !hasKey(r.Params, chain[1]) {
+					return fmt.Errorf(".%s is not a declared param", strings.Join(chain, "."))
+				}
+			case chain[0] == "verdict":
+				if len(chain) != 2 || !verdictField(chain[1]) || !r.usesVerdict {
+					return fmt.Errorf(".%s: the message may read verdict fields the condition reads", strings.Join(chain, "."))
+				}
+				r.addVerdictRead(chain[1])
+			default:
+				p := strings.Join(chain, ".")
+				if _, ok := evidence.Lookup(p); !ok {
+					return fmt.Errorf(".%s is not an evidence field", p)
+				}
+				reads[p] = true
+			}
+		}
+		return nil
+	}
+	return visit(r.says.Root)
+}
+
+func hasKey(m map[string]float64, k string) bool { _, ok := m[k]; return ok }
+
+// tryTemplate renders the message once with every read field set, so that a
+// template error shows at load, not when the rule first fires.
+func (r *Rule) tryTemplate() error {
+	v := evidence.New(evidence.Target{}).Values
+	for _, f := range r.reads {
+		v.Set(f, 1)
+	}
+	_, err := r.render(&v, r.Params, Verdict{})
+	return err
+}
+
+func (r *Rule) render(v *evidence.Values, params map[string]float64, vd Verdict) (string, error) {
+	data := v.Tree()
+	pm := map[string]any{}
+	for k, x := range params {
+		pm[k] = x
+	}
+	data["params"] = pm
+	if r.usesVerdict {
+		data["verdict"] = vd.fields()
+	}
+	var b bytes.Buffer
+	if err := r.says.Execute(&b, data); err != nil {
+		return "", err
+	}
+	return strings.Join(strings.Fields(b.String()), " "), nil
+}
+
+// keyLines maps top-level keys to their line numbers.
+func keyLines(data []byte) map[string]int {
+	out := map[string]int{}
+	for i, l := range strings.Split(string(data), "\n") {
+		if l == "" || l[0] == ' ' || l[0] == '#' || l[0] == '\t' {
+			continue
+		}
+		if k, _, ok := strings.Cut(l, ":"); ok {
+			out[strings.TrimSpace(k)] = i + 1
+		}
+	}
+	return out
+}
+

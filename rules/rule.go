@@ -1,0 +1,136 @@
+// Package rules loads declarative rules (YAML with expr conditions), compiles
+// them once against the typed evidence environment, and evaluates them to one
+// of three outcomes: fired, quiet or insufficient.
+package rules
+
+import (
+	"fmt"
+	"text/template"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
+)
+
+// Severity orders findings.
+type Severity int
+
+// Severities, lowest first.
+const (
+	Info Severity = iota + 1
+	Warning
+	Critical
+)
+
+var severityNames = map[string]Severity{"info": Info, "warning": Warning, "critical": Critical}
+
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "info"
+	case Warning:
+		return "warning"
+	case Critical:
+		return "critical"
+	}
+	return "none"
+}
+
+// ParseSeverity reads info, warning or critical.
+func ParseSeverity(s string) (Severity, error) {
+	if v, ok := severityNames[s]; ok {
+		return v, nil
+	}
+	return 0, fmt.Errorf("unknown severity %q (want info, warning or critical)", s)
+}
+
+// MarshalText writes the name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Cost classes of a next step, cheapest first.
+var Costs = []string{"config", "architecture", "hardware"}
+
+// CostRank orders cost classes; unknown classes sort last.
+func CostRank(c string) int {
+	for i, x := range Costs {
+		if x == c {
+			return i
+		}
+	}
+	return len(Costs)
+}
+
+// Bottlenecks is the vocabulary a rule may name.
+var Bottlenecks = []string{"queueing", "prefill", "decode", "kv-capacity", "memory-bandwidth", "compute",
+	"prefill-interference", "prefix-cache", "cpu-overhead", "client", "measurement", "errors", "none"}
+
+// Layers of the evidence model.
+var Layers = []string{"cond", "stage", "service", "resource"}
+
+// Step is one next step.
+type Step struct {
+	Do   string `yaml:"do" json:"do"`
+	Cost string `yaml:"cost" json:"cost"`
+}
+
+// Spec is a rule file as written.
+type Spec struct {
+	ID         string             `yaml:"id"`
+	Title      string             `yaml:"title"`
+	Layer      string             `yaml:"layer"`
+	Bottleneck string             `yaml:"bottleneck"`
+	Severity   string             `yaml:"severity"`
+	Explains   []string           `yaml:"explains"`
+	Params     map[string]float64 `yaml:"params"`
+	Thresholds map[string]string  `yaml:"thresholds"`
+	When       string             `yaml:"when"`
+	Impact     string             `yaml:"impact"`
+	Says       string             `yaml:"says"`
+	Next       []Step             `yaml:"next"`
+	Why        string             `yaml:"why"`
+	Docs       string             `yaml:"docs"`
+}
+
+// Rule is a compiled rule.
+type Rule struct {
+	Spec
+	Sev  Severity
+	File string
+	Line int
+
+	when, impact *vm.Program
+	says         *template.Template
+	// reads are the evidence fields the condition, impact and message read.
+	reads []evidence.Field
+	// usesVerdict: the rule reads other rules' results and runs after them.
+	usesVerdict  bool
+	verdictReads []string
+	// BuiltIn marks rules shipped with llmdoctor.
+	BuiltIn bool
+}
+
+// Reads lists the evidence paths the rule reads.
+func (r *Rule) Reads() []string {
+	out := make([]string, len(r.reads))
+	for i, f := range r.reads {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// DocsPath is where the rule's generated page lives.
+func (r *Rule) DocsPath() string {
+	if r.Docs != "" {
+		return r.Docs
+	}
+	return "docs/rules/" + r.ID + ".md"
+}
+
+func (r *Rule) addVerdictRead(name string) {
+	for _, x := range r.verdictReads {
+		if x == name {
+			return
+		}
+	}
+	r.verdictReads = append(r.verdictReads, name)
+}

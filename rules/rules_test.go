@@ -1,0 +1,115 @@
+package rules
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func builtinSet(t testing.TB) *Set {
+	t.Helper()
+	b, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSet(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Every built-in rule has fired, quiet and insufficient cases, and they pass.
+func TestBuiltinFixtures(t *testing.T) {
+	s := builtinSet(t)
+	results := RunFixtures(s, s.Rules, BuiltinFS, func(r *Rule) string { return r.File })
+	seen := map[string]map[Outcome]bool{}
+	for _, tr := range results {
+		if seen[tr.Rule] == nil {
+			seen[tr.Rule] = map[Outcome]bool{}
+		}
+		seen[tr.Rule][tr.Want] = true
+		if !tr.OK() {
+			t.Errorf("%s: want %s, got %s %s", tr.File, tr.Want, tr.Got, tr.Err)
+		}
+	}
+	for _, r := range s.Rules {
+		for _, o := range []Outcome{Fired, Quiet, Insufficient} {
+			if !seen[r.ID][o] {
+				t.Errorf("%s: no %s fixture in %s", r.ID, o, FixtureDir(r.File))
+			}
+		}
+	}
+	if len(s.Rules) < 10 {
+		t.Errorf("only %d built-in rules", len(s.Rules))
+	}
+}
+
+// Rule files live at builtin/<id>.yaml so ids and paths never drift apart.
+func TestBuiltinPathsMatchIDs(t *testing.T) {
+	s := builtinSet(t)
+	for _, r := range s.Rules {
+		if want := "builtin/" + r.ID + ".yaml"; r.File != want {
+			t.Errorf("rule %s is in %s, want %s", r.ID, r.File, want)
+		}
+	}
+	_ = fs.ValidPath
+}
+
+func TestParseErrorsCarryFileLineAndID(t *testing.T) {
+	base := "id: x/y\ntitle: t\nlayer: stage\nbottleneck: queueing\nseverity: warning\n"
+	cases := []struct{ name, src, want string }{
+		{"unknown field", base + "when: stage.ttft.nope > 1\nsays: s\n", "f.yaml:6: rule x/y: when:"},
+		{"type error", base + "when: stage.ttft.mean + 'a'\nsays: s\n", "f.yaml:6: rule x/y: when:"},
+		{"group read", base + "when: stage.ttft > 1\nsays: s\n", "mismatched types"},
+		{"undeclared param", base + "when: stage.ttft.mean > params.x\nsays: s\n", "params.x is not declared"},
+		{"param without reason", base + "params: {x: 1}\nwhen: stage.ttft.mean > params.x\nsays: s\n", "no justification"},
+		{"bad template", base + "when: stage.ttft.mean > 1\nsays: '{{dur .stage.ttft.nope}}'\n", "f.yaml:7: rule x/y: says:"},
+		{"bad severity", strings.Replace(base, "warning", "fatal", 1) + "when: stage.ttft.mean > 1\nsays: s\n", "f.yaml:5: rule x/y: unknown severity"},
+		{"bad bottleneck", strings.Replace(base, "queueing", "gpu", 1) + "when: stage.ttft.mean > 1\nsays: s\n", "f.yaml:4"},
+		{"unknown key", base + "whenn: 1\n", "f.yaml"},
+		{"now disabled", base + "when: now() > 1\nsays: s\n", "when:"},
+		{"bad id", strings.Replace(base, "x/y", "XY", 1) + "when: stage.ttft.mean > 1\nsays: s\n", "area/name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(c.src))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want error containing %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+func TestDuplicateIDs(t *testing.T) {
+	b, _ := Builtin()
+	if _, err := NewSet(b, b[:1]); err == nil || !strings.Contains(err.Error(), "duplicate id") {
+		t.Fatalf("want duplicate id error, got %v", err)
+	}
+}
+
+func TestReadsComeFromTheExpression(t *testing.T) {
+	s := builtinSet(t)
+	r, _ := s.Get("queue/ttft-dominated")
+	got := strings.Join(r.Reads(), " ")
+	want := "service.waiting.max stage.queue.mean stage.queue.p99 stage.ttft.mean"
+	if got != want {
+		t.Fatalf("reads %q, want %q", got, want)
+	}
+}
+
+// The generated docs in docs/rules match the rule files.
+func TestDocsAreFresh(t *testing.T) {
+	s := builtinSet(t)
+	for rel, want := range DocFiles(s) {
+		got, err := os.ReadFile(filepath.Join("..", "docs", "rules", rel))
+		if err != nil || string(got) != want {
+			t.Errorf("docs/rules/%s is stale or missing: run go run ./cmd/llmdoctor rules docs docs/rules", rel)
+		}
+	}
+}
