@@ -281,12 +281,16 @@ func plural(n int) string {
 	return "s"
 }
 
-// mergeSteps merges next steps across findings, root causes first within a
-// cost class, cheapest class first.
+// mergeSteps merges the next steps of root-cause findings, cheapest class
+// first. Steps of explained findings treat a symptom (raising max_num_seqs
+// when the KV cache is what is full) and are left out.
 func mergeSteps(fs []Finding) []Step {
 	var out []Step
 	idx := map[string]int{}
 	for _, f := range fs {
+		if f.ExplainedBy != "" {
+			continue
+		}
 		for _, s := range f.Next {
 			if i, ok := idx[s.Do]; ok {
 				out[i].For = append(out[i].For, f.Rule)

@@ -124,10 +124,43 @@ func (p *printer) line(s string) {
 
 func (p *printer) blank() { p.line("") }
 
-// wrap writes text wrapped to the width, every line indented.
+// wrap writes text wrapped at spaces to the width, every line indented and
+// continuation lines indented two more.
 func (p *printer) wrap(indent, s string) {
-	for _, l := range strings.Split(ansi.Wrap(s, p.width-ansi.StringWidth(indent), ""), "\n") {
-		p.line(indent + l)
+	limit := p.width - ansi.StringWidth(indent)
+	var cur string
+	first := true
+	flush := func() {
+		p.line(strings.TrimRight(indent+cur, " "))
+		if first {
+			first = false
+			indent += "  "
+			limit -= 2
+		}
+		cur = ""
+	}
+	for _, word := range strings.Fields(s) {
+		for ansi.StringWidth(word) > limit {
+			// A word longer than the line (a URL): break it hard.
+			if cur != "" {
+				flush()
+			}
+			cur = ansi.Truncate(word, limit, "")
+			word = strings.TrimPrefix(word, cur)
+			flush()
+		}
+		switch {
+		case cur == "":
+			cur = word
+		case ansi.StringWidth(cur)+1+ansi.StringWidth(word) <= limit:
+			cur += " " + word
+		default:
+			flush()
+			cur = word
+		}
+	}
+	if cur != "" || first {
+		flush()
 	}
 }
 

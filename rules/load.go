@@ -395,4 +395,3 @@ func keyLines(data []byte) map[string]int {
 	}
 	return out
 }
-

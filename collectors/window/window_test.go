@@ -1,0 +1,94 @@
+package window
+
+import (
+	"math"
+	"testing"
+)
+
+func TestQuantileMatchesPromQL(t *testing.T) {
+	inf := math.Inf(1)
+	cases := []struct {
+		name string
+		q    float64
+		b    []Bucket
+		want float64
+	}{
+		// 100 observations, uniform in (0,1], (1,2], (2,4]: 25, 25, 50.
+		{"median interpolates", 0.5, []Bucket{{1, 25}, {2, 50}, {4, 100}, {inf, 100}}, 2},
+		{"first bucket from zero", 0.1, []Bucket{{1, 25}, {2, 50}, {4, 100}, {inf, 100}}, 0.4},
+		{"p90 inside bucket", 0.9, []Bucket{{1, 25}, {2, 50}, {4, 100}, {inf, 100}}, 3.6},
+		{"rank in +Inf returns second-highest bound", 0.99, []Bucket{{1, 25}, {2, 50}, {inf, 100}}, 2},
+		{"no +Inf bucket is NaN", 0.5, []Bucket{{1, 25}, {2, 50}}, math.NaN()},
+		{"no observations is NaN", 0.5, []Bucket{{1, 0}, {inf, 0}}, math.NaN()},
+		{"only +Inf is NaN", 0.5, []Bucket{{inf, 10}}, math.NaN()},
+		{"q below 0", -0.1, []Bucket{{1, 1}, {inf, 1}}, math.Inf(-1)},
+		{"q above 1", 1.1, []Bucket{{1, 1}, {inf, 1}}, math.Inf(1)},
+		{"unsorted input", 0.5, []Bucket{{inf, 100}, {4, 100}, {1, 25}, {2, 50}}, 2},
+		{"empty buckets skipped", 0.5, []Bucket{{1, 0}, {2, 0}, {4, 10}, {8, 10}, {inf, 10}}, 3},
+		{"non-monotonic counts are enveloped", 0.6, []Bucket{{1, 10}, {2, 8}, {4, 20}, {inf, 20}}, 2.4},
+		{"non-positive first bound returned as is", 0.1, []Bucket{{-1, 5}, {1, 10}, {inf, 10}}, -1},
+		{"duplicate bounds coalesce", 0.5, []Bucket{{1, 5}, {1, 5}, {2, 20}, {inf, 20}}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Quantile(c.q, c.b)
+			if math.IsNaN(c.want) != math.IsNaN(got) || (!math.IsNaN(c.want) && math.Abs(got-c.want) > 1e-9) {
+				t.Fatalf("Quantile(%v) = %v, want %v", c.q, got, c.want)
+			}
+		})
+	}
+}
+
+func TestQuantileDoesNotModifyInput(t *testing.T) {
+	b := []Bucket{{math.Inf(1), 100}, {1, 25}, {2, 10}}
+	Quantile(0.5, b)
+	if b[0].UpperBound != math.Inf(1) || b[2].Count != 10 {
+		t.Fatalf("input changed: %v", b)
+	}
+}
+
+func TestCounterIncrease(t *testing.T) {
+	nan := math.NaN()
+	cases := []struct {
+		name   string
+		in     []float64
+		inc    float64
+		resets int
+	}{
+		{"plain", []float64{10, 15, 30}, 20, 0},
+		{"reset counts from zero", []float64{100, 120, 5, 25}, 45, 1},
+		{"two resets", []float64{50, 2, 1, 4}, 2 + 1 + 3, 2},
+		{"gaps are skipped", []float64{10, nan, 20}, 10, 0},
+		{"single sample", []float64{10}, 0, 0},
+	}
+	for _, c := range cases {
+		inc, r := CounterIncrease(c.in)
+		if inc != c.inc || r != c.resets {
+			t.Errorf("%s: got %v/%d, want %v/%d", c.name, inc, r, c.inc, c.resets)
+		}
+	}
+}
+
+func FuzzQuantile(f *testing.F) {
+	f.Add(0.5, 1.0, 3.0, 2.0, 5.0, 7.0)
+	f.Fuzz(func(t *testing.T, q, b1, c1, b2, c2, total float64) {
+		b := []Bucket{{b1, c1}, {b2, c2}, {math.Inf(1), total}}
+		got := Quantile(q, b)
+		if q >= 0 && q <= 1 && !math.IsNaN(got) && !math.IsInf(got, 0) {
+			lo, hi := math.Min(0, math.Min(b1, b2)), math.Max(b1, b2)
+			if got < lo-1e-9*math.Abs(lo) || got > hi+1e-9*math.Abs(hi) {
+				t.Fatalf("quantile %v outside bucket bounds [%v, %v]", got, lo, hi)
+			}
+		}
+	})
+}
+
+func FuzzCounterIncrease(f *testing.F) {
+	f.Add(1.0, 2.0, 0.5, 3.0)
+	f.Fuzz(func(t *testing.T, a, b, c, d float64) {
+		inc, _ := CounterIncrease([]float64{a, b, c, d})
+		if inc < 0 && a >= 0 && b >= 0 && c >= 0 && d >= 0 {
+			t.Fatalf("negative increase %v from non-negative samples", inc)
+		}
+	})
+}
