@@ -170,9 +170,12 @@ func Node(path string) string {
 
 // Tree returns the values as nested maps keyed by expr names, for templates
 // and JSON. Missing values are left out.
-func (v *Values) Tree() map[string]any {
+func (v *Values) Tree() map[string]any { return v.TreeOf(Fields()) }
+
+// TreeOf is Tree restricted to the given fields.
+func (v *Values) TreeOf(fields []Field) map[string]any {
 	root := map[string]any{}
-	for _, f := range Fields() {
+	for _, f := range fields {
 		x := v.Get(f)
 		if !Present(x) {
 			continue

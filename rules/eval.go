@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
 
 	"github.com/llmdoctor/llmdoctor/evidence"
 )
@@ -56,6 +56,7 @@ func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
 		cfg = &Config{}
 	}
 	env := newEnv(&e.Values)
+	var machine vm.VM
 	var out []Result
 	var unchecked []Missing
 	for pass := 0; pass < 2; pass++ {
@@ -72,7 +73,7 @@ func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
 				// A judgement of the whole diagnosis needs the rules that decide it.
 				res = Result{Rule: r, Severity: cfg.severity(r), Outcome: Insufficient, Missing: unchecked}
 			} else {
-				res = s.evalOne(r, e, env, cfg)
+				res = s.evalOne(r, e, env, cfg, &machine)
 			}
 			if res.Outcome == Fired {
 				res.Suppressed = cfg.suppressed(r.ID, e.Target)
@@ -115,7 +116,7 @@ func verdict(rs []Result) Verdict {
 	return v
 }
 
-func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config) Result {
+func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) Result {
 	res := Result{Rule: r, Severity: cfg.severity(r)}
 	minSamples := cfg.minSamples()
 	checked := map[string]bool{}
@@ -139,7 +140,7 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config) Resu
 		return res
 	}
 	env.Params = cfg.params(r)
-	out, err := expr.Run(r.when, env)
+	out, err := machine.Run(r.when, env)
 	if err != nil {
 		res.Outcome = Insufficient
 		res.Missing = []Missing{{Path: r.ID, Why: "condition failed: " + oneLine(err)}}
@@ -158,7 +159,7 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config) Resu
 		res.Evidence["verdict."+name] = verdictByName[name](env.Verdict)
 	}
 	if r.impact != nil {
-		if v, err := expr.Run(r.impact, env); err == nil {
+		if v, err := machine.Run(r.impact, env); err == nil {
 			if x, ok := v.(float64); ok && evidence.Present(x) {
 				res.Impact = math.Max(0, math.Min(1, x))
 			}

@@ -80,7 +80,7 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 		return tr
 	}
 	var fx Fixture
-	if err := yaml.UnmarshalWithOptions(data, &fx, yaml.Strict()); err != nil {
+	if err := yamlUnmarshal(data, &fx); err != nil {
 		tr.Err = oneLine(fmt.Errorf("%s", yaml.FormatError(err, false, false)))
 		return tr
 	}
@@ -167,4 +167,8 @@ func toFloat(v any) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+func yamlUnmarshal(data []byte, v any) error {
+	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
 }

@@ -366,7 +366,8 @@ func (r *Rule) tryTemplate() error {
 }
 
 func (r *Rule) render(v *evidence.Values, params map[string]float64, vd Verdict) (string, error) {
-	data := v.Tree()
+	// The template reads only fields in r.reads (checked at load).
+	data := v.TreeOf(r.reads)
 	pm := map[string]any{}
 	for k, x := range params {
 		pm[k] = x

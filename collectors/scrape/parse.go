@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"mime"
 	"strings"
@@ -57,29 +56,21 @@ func Parse(data []byte, contentType string) (*Snapshot, error) {
 	if trimmed[0] == '<' || strings.HasPrefix(contentType, "text/html") {
 		return nil, errors.New("got an HTML page, not Prometheus metrics (is this the /metrics endpoint?)")
 	}
-	var fams []*dto.MetricFamily
 	if isOpenMetrics(trimmed, contentType) {
-		dec := expfmt.NewDecoder(bytes.NewReader(data), expfmt.NewFormat(expfmt.TypeOpenMetrics))
-		for {
-			mf := &dto.MetricFamily{}
-			err := dec.Decode(mf)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("malformed OpenMetrics: %s", oneLine(err))
-			}
-			fams = append(fams, mf)
-		}
-	} else {
-		p := expfmt.NewTextParser(model.LegacyValidation)
-		m, err := p.TextToMetricFamilies(bytes.NewReader(data))
+		text, err := openMetricsToText(data)
 		if err != nil {
-			return nil, fmt.Errorf("malformed exposition: %s", oneLine(err))
+			return nil, fmt.Errorf("malformed OpenMetrics: %s", oneLine(err))
 		}
-		for _, mf := range m {
-			fams = append(fams, mf)
-		}
+		data = text
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	m, err := p.TextToMetricFamilies(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("malformed exposition: %s", oneLine(err))
+	}
+	fams := make([]*dto.MetricFamily, 0, len(m))
+	for _, mf := range m {
+		fams = append(fams, mf)
 	}
 	return fromFamilies(fams), nil
 }
@@ -106,9 +97,6 @@ func fromFamilies(fams []*dto.MetricFamily) *Snapshot {
 		name := mf.GetName()
 		if strings.HasSuffix(name, "_created") {
 			continue // creation times, not data
-		}
-		if mf.GetType() == dto.MetricType_COUNTER && !strings.HasSuffix(name, "_total") {
-			name += "_total" // OpenMetrics names the family without the suffix
 		}
 		m, ok := vllm.Known(name)
 		if !ok {

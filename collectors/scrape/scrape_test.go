@@ -268,3 +268,46 @@ func sameDist(a, b evidence.Dist) bool {
 	return eq(a.Count, b.Count) && eq(a.Mean, b.Mean) && eq(a.P50, b.P50) && eq(a.P90, b.P90) &&
 		eq(a.P95, b.P95) && eq(a.P99, b.P99) && eq(a.Max, b.Max)
 }
+
+// OpenMetrics and text give the same snapshot.
+func TestOpenMetricsEqualsText(t *testing.T) {
+	text := "# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.\n" +
+		"# TYPE vllm:num_preemptions_total counter\n" +
+		"vllm:num_preemptions_total{model_name=\"m\",engine=\"0\"} 7.0\n" +
+		"# TYPE vllm:e2e_request_latency_seconds histogram\n" +
+		"vllm:e2e_request_latency_seconds_bucket{model_name=\"m\",engine=\"0\",le=\"1.0\"} 3.0\n" +
+		"vllm:e2e_request_latency_seconds_bucket{model_name=\"m\",engine=\"0\",le=\"+Inf\"} 4.0\n" +
+		"vllm:e2e_request_latency_seconds_count{model_name=\"m\",engine=\"0\"} 4.0\n" +
+		"vllm:e2e_request_latency_seconds_sum{model_name=\"m\",engine=\"0\"} 2.5\n"
+	om := "# HELP vllm:num_preemptions Cumulative number of preemption from the engine.\n" +
+		"# TYPE vllm:num_preemptions counter\n" +
+		"vllm:num_preemptions_total{model_name=\"m\",engine=\"0\"} 7.0 1753795326.5\n" +
+		"vllm:num_preemptions_created{model_name=\"m\",engine=\"0\"} 1.7537953269356403e+09\n" +
+		"# TYPE vllm:e2e_request_latency_seconds histogram\n# UNIT vllm:e2e_request_latency_seconds seconds\n" +
+		"vllm:e2e_request_latency_seconds_bucket{model_name=\"m\",engine=\"0\",le=\"1.0\"} 3.0 # {trace_id=\"a # {b}\"} 0.4\n" +
+		"vllm:e2e_request_latency_seconds_bucket{model_name=\"m\",engine=\"0\",le=\"+Inf\"} 4.0\n" +
+		"vllm:e2e_request_latency_seconds_count{model_name=\"m\",engine=\"0\"} 4.0\n" +
+		"vllm:e2e_request_latency_seconds_sum{model_name=\"m\",engine=\"0\"} 2.5\n" +
+		"vllm:e2e_request_latency_seconds_created{model_name=\"m\",engine=\"0\"} 1.7e+09\n# EOF\n"
+	a, b := mustParse(t, text), mustParse(t, om)
+	ka, kb := keys(a.Counters["vllm:num_preemptions_total"]), keys(b.Counters["vllm:num_preemptions_total"])
+	if len(ka) != 1 || len(kb) != 1 || a.Counters["vllm:num_preemptions_total"][ka[0]].value != b.Counters["vllm:num_preemptions_total"][kb[0]].value {
+		t.Fatalf("counters differ: %v vs %v", a.Counters, b.Counters)
+	}
+	ha := a.Histograms["vllm:e2e_request_latency_seconds"]
+	hb := b.Histograms["vllm:e2e_request_latency_seconds"]
+	for k, h := range ha {
+		if hb[k].count != h.count || hb[k].sum != h.sum || len(hb[k].buckets) != len(h.buckets) {
+			t.Fatalf("histograms differ: %+v vs %+v", h, hb[k])
+		}
+	}
+	if want := time.UnixMilli(1753795326500); !b.Latest.Equal(want) {
+		t.Fatalf("OpenMetrics timestamp in seconds read as %v, want %v", b.Latest, want)
+	}
+	if _, err := Parse([]byte(strings.TrimSuffix(om, "# EOF\n")+"vllm:x 1\n# EOF\n"), "application/openmetrics-text; version=1.0.0"); err != nil {
+		t.Fatalf("content type should select OpenMetrics: %v", err)
+	}
+	if _, err := Parse([]byte(strings.TrimSuffix(om, "# EOF\n")), "application/openmetrics-text; version=1.0.0"); err == nil || !strings.Contains(err.Error(), "no # EOF") {
+		t.Fatalf("cut-off OpenMetrics: %v", err)
+	}
+}

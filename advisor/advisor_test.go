@@ -1,0 +1,99 @@
+package advisor
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+func rule(t *testing.T, id, bottleneck, severity, explains, next string) *rules.Rule {
+	t.Helper()
+	src := "id: " + id + "\ntitle: " + id + " title\nlayer: stage\nbottleneck: " + bottleneck +
+		"\nseverity: " + severity + "\nexplains: [" + explains + "]\nwhen: stage.ttft.mean > 0\nsays: m\nnext:\n" + next
+	r, err := rules.Parse(id+".yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func fired(r *rules.Rule, impact float64) rules.Result {
+	return rules.Result{Rule: r, Outcome: rules.Fired, Severity: r.Sev, Impact: impact, Message: "m",
+		Evidence: map[string]float64{"stage.ttft.mean": 1}}
+}
+
+func TestRootCauseBeatsLouderSymptom(t *testing.T) {
+	q := rule(t, "queue/a", "queueing", "critical", "", "  - {do: raise max_num_seqs, cost: config}\n")
+	kv := rule(t, "kv/a", "kv-capacity", "warning", "queueing", "  - {do: fp8 kv, cost: config}\n  - {do: more GPUs, cost: hardware}\n")
+	d := Advise(evidence.New(evidence.Target{Model: "m"}), []rules.Result{fired(q, 0.9), fired(kv, 0)})
+	if d.Primary.Bottleneck != "kv-capacity" || d.Primary.Rule != "kv/a" {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+	if d.Findings[0].Rule != "kv/a" || d.Findings[1].ExplainedBy != "kv/a" {
+		t.Fatalf("order %v", d.Findings)
+	}
+	// Steps come from the cause only, cheapest first.
+	if len(d.Next) != 2 || d.Next[0].Cost != "config" || d.Next[1].Cost != "hardware" || d.Next[0].Do != "fp8 kv" {
+		t.Fatalf("next %+v", d.Next)
+	}
+}
+
+func TestRankBySeverityThenImpact(t *testing.T) {
+	a := rule(t, "a/a", "prefill", "warning", "", "")
+	b := rule(t, "b/b", "queueing", "critical", "", "")
+	c := rule(t, "c/c", "cpu-overhead", "critical", "", "")
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.9), fired(b, 0.2), fired(c, 0.6)})
+	got := []string{d.Findings[0].Rule, d.Findings[1].Rule, d.Findings[2].Rule}
+	if strings.Join(got, " ") != "c/c b/b a/a" || d.Primary.Rule != "c/c" {
+		t.Fatalf("order %v primary %s", got, d.Primary.Rule)
+	}
+}
+
+func TestHealthyOnlyWhenDecidingRulesRan(t *testing.T) {
+	crit := rule(t, "q/q", "queueing", "critical", "", "")
+	warn := rule(t, "w/w", "prefill", "warning", "", "")
+	quiet := []rules.Result{{Rule: crit, Outcome: rules.Quiet, Severity: rules.Critical}, {Rule: warn, Outcome: rules.Insufficient, Severity: rules.Warning,
+		Missing: []rules.Missing{{Path: "stage.prefill", Why: "missing", How: "upgrade"}}}}
+	d := Advise(evidence.New(evidence.Target{}), quiet)
+	if d.Primary.Bottleneck != "none" || d.Primary.Status != "healthy" || len(d.Gaps) != 1 || d.Gaps[0].How != "upgrade" {
+		t.Fatalf("primary %+v gaps %+v", d.Primary, d.Gaps)
+	}
+	unchecked := []rules.Result{{Rule: crit, Outcome: rules.Insufficient, Severity: rules.Critical,
+		Missing: []rules.Missing{{Path: "stage.queue", Why: "missing"}}}}
+	d = Advise(evidence.New(evidence.Target{}), unchecked)
+	if d.Primary.Bottleneck != "unknown" || d.Primary.Status != "inconclusive" || !strings.Contains(d.Primary.Summary, "q/q") {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+}
+
+func TestSuppressedFindingsAreListedApart(t *testing.T) {
+	q := rule(t, "q/q", "queueing", "critical", "", "")
+	r := fired(q, 0.5)
+	r.Suppressed = "known"
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{r})
+	if len(d.Findings) != 0 || len(d.Suppressed) != 1 || d.Primary.Status != "healthy" {
+		t.Fatalf("findings %d suppressed %d primary %+v", len(d.Findings), len(d.Suppressed), d.Primary)
+	}
+}
+
+// The JSON contract: field names scripts rely on.
+func TestJSONContract(t *testing.T) {
+	q := rule(t, "q/q", "queueing", "critical", "", "  - {do: x, cost: config}\n")
+	e := evidence.New(evidence.Target{Model: "m"})
+	e.Values.Stage.TTFT.Mean = 1
+	d := Diagnosis{Schema: Schema, Targets: []Target{Advise(e, []rules.Result{fired(q, 0.5)})}}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"schema":"llmdoctor.diagnosis/v1"`, `"targets":[{"target":{"model":"m"}`,
+		`"primary":{"bottleneck":"queueing","rule":"q/q"`, `"findings":[{"rule":"q/q","severity":"critical","bottleneck":"queueing"`,
+		`"evidence":{"stage.ttft.mean":1}`, `"next":[{"do":"x","cost":"config"`, `"gaps":[]`, `"latency_map":{"ttft_mean":1}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON lacks %s\n%s", want, b)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package vllm
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
+
+func gauge(v float64, l window.Labels) window.Gauge {
+	return window.Gauge{Labels: l, Points: []float64{v, v}}
+}
+
+func win() *window.Window {
+	w := window.New()
+	w.Start, w.End = time.Unix(0, 0), time.Unix(900, 0)
+	w.Points = 2
+	return w
+}
+
+// 0.9.2–0.10.x expose old and new names together: the new one wins.
+func TestNewNameWinsWhenBothPresent(t *testing.T) {
+	w := win()
+	l := window.Labels{"model_name": "m", "engine": "0"}
+	w.Gauges["vllm:gpu_cache_usage_perc"] = []window.Gauge{gauge(0.2, l)}
+	w.Gauges["vllm:kv_cache_usage_perc"] = []window.Gauge{gauge(0.9, l)}
+	e := Build(w, Options{})[0]
+	if e.Values.Resource.KVUsage.Mean != 0.9 {
+		t.Fatalf("kv usage %v, want the new name's 0.9", e.Values.Resource.KVUsage.Mean)
+	}
+	if s, _ := e.SourceOf("resource.kv_usage.mean"); s.Metric != "vllm:kv_cache_usage_perc" {
+		t.Fatalf("provenance %q", s.Metric)
+	}
+}
+
+// Old names alone are read (a V0 server).
+func TestOldNamesAccepted(t *testing.T) {
+	w := win()
+	l := window.Labels{"model_name": "m"}
+	w.Gauges["vllm:gpu_cache_usage_perc"] = []window.Gauge{gauge(0.4, l)}
+	w.Gauges["vllm:gpu_prefix_cache_hit_rate"] = []window.Gauge{gauge(0.3, l)}
+	w.Histograms["vllm:time_per_output_token_seconds"] = []window.Histogram{{Labels: l, Count: 40, Sum: 2,
+		Buckets: []window.Bucket{{UpperBound: 0.05, Count: 30}, {UpperBound: 0.1, Count: 40}, {UpperBound: math.Inf(1), Count: 40}}}}
+	e := Build(w, Options{})[0]
+	v := e.Values
+	if v.Resource.KVUsage.Mean != 0.4 || v.Resource.PrefixHitRate != 0.3 || v.Stage.ITL.Count != 40 || v.Stage.ITL.Mean != 0.05 {
+		t.Fatalf("kv %v prefix %v itl %+v", v.Resource.KVUsage.Mean, v.Resource.PrefixHitRate, v.Stage.ITL)
+	}
+	if !math.IsNaN(v.Stage.Queue.Mean) || !math.IsNaN(v.Stage.TPOT.P50) {
+		t.Fatal("metrics a V0 server lacks must stay missing")
+	}
+}
+
+// cache_config_info has no model_name: it applies to the target on the same
+// engine, and KV capacity adds up over engines.
+func TestCacheConfigInfo(t *testing.T) {
+	w := win()
+	for _, eng := range []string{"0", "1"} {
+		w.Gauges["vllm:num_requests_running"] = append(w.Gauges["vllm:num_requests_running"],
+			gauge(10, window.Labels{"model_name": "m", "engine": eng}))
+		w.Infos["vllm:cache_config_info"] = append(w.Infos["vllm:cache_config_info"], window.Info{Labels: window.Labels{
+			"engine": eng, "block_size": "16", "num_gpu_blocks": "1000", "enable_prefix_caching": "True",
+			"gpu_memory_utilization": "0.92"}})
+	}
+	e := Build(w, Options{})[0]
+	c := e.Values.Cond
+	if c.KVCapacityTokens != 32000 || c.GPUBlocks != 2000 || c.PrefixCaching != 1 || c.GPUMemoryUtilization != 0.92 || c.Engines != 2 {
+		t.Fatalf("cond %+v", c)
+	}
+	if len(e.Members) != 2 || e.Members[1].Values.Cond.KVCapacityTokens != 16000 {
+		t.Fatalf("per-engine members: %d", len(e.Members))
+	}
+	if e.Values.Service.Running.Mean != 20 {
+		t.Fatalf("running summed over engines: %v", e.Values.Service.Running.Mean)
+	}
+}
+
+func TestTargetsPerModel(t *testing.T) {
+	w := win()
+	w.Gauges["vllm:num_requests_running"] = []window.Gauge{
+		gauge(1, window.Labels{"model_name": "a"}), gauge(2, window.Labels{"model_name": "b"})}
+	ev := Build(w, Options{})
+	if len(ev) != 2 || ev[0].Target.Model != "a" || ev[1].Values.Service.Running.Mean != 2 {
+		t.Fatalf("targets %d", len(ev))
+	}
+}
+
+func TestEveryCatalogueNameIsUnique(t *testing.T) {
+	seen := map[string]string{}
+	for _, m := range Catalogue {
+		if m.Obtain == "" || m.Meaning == "" {
+			t.Errorf("%s lacks meaning or how to obtain it", m.Key)
+		}
+		for _, n := range m.Names {
+			if prev, ok := seen[n]; ok {
+				t.Errorf("%s listed under %s and %s", n, prev, m.Key)
+			}
+			seen[n] = m.Key
+		}
+	}
+	if m, ok := Known("vllm:iteration_tokens_total"); !ok || m.Kind != Histogram {
+		t.Error("vllm:iteration_tokens_total is a histogram despite its suffix")
+	}
+}
