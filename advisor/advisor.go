@@ -281,16 +281,20 @@ func plural(n int) string {
 	return "s"
 }
 
-// mergeSteps merges the next steps of root-cause findings, cheapest class
-// first. Steps of explained findings treat a symptom (raising max_num_seqs
-// when the KV cache is what is full) and are left out.
+// mergeSteps merges next steps, cheapest class first. Only root causes
+// count: steps of explained findings treat a symptom (raising max_num_seqs
+// when the KV cache is what is full). Of several findings naming the same
+// bottleneck, the highest ranked speaks for it, so its advice is not repeated
+// in other words.
 func mergeSteps(fs []Finding) []Step {
 	var out []Step
 	idx := map[string]int{}
+	spoken := map[string]bool{}
 	for _, f := range fs {
-		if f.ExplainedBy != "" {
+		if f.ExplainedBy != "" || spoken[f.Bottleneck] {
 			continue
 		}
+		spoken[f.Bottleneck] = true
 		for _, s := range f.Next {
 			if i, ok := idx[s.Do]; ok {
 				out[i].For = append(out[i].For, f.Rule)

@@ -97,3 +97,12 @@ func TestJSONContract(t *testing.T) {
 		}
 	}
 }
+
+func TestSameBottleneckSpeaksOnce(t *testing.T) {
+	a := rule(t, "queue/a", "queueing", "critical", "", "  - {do: raise max_num_seqs, cost: config}\n")
+	b := rule(t, "queue/b", "queueing", "warning", "", "  - {do: raise max_num_seqs a bit, cost: config}\n")
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.5), fired(b, 0.5)})
+	if len(d.Next) != 1 || d.Next[0].Do != "raise max_num_seqs" {
+		t.Fatalf("next %+v", d.Next)
+	}
+}

@@ -172,3 +172,12 @@ func toFloat(v any) (float64, bool) {
 func yamlUnmarshal(data []byte, v any) error {
 	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
 }
+
+// FullEvidence returns evidence with every field set to x.
+func FullEvidence(x float64) *evidence.Evidence {
+	e := evidence.New(evidence.Target{Model: "full"})
+	for _, f := range evidence.Fields() {
+		e.Values.Set(f, x)
+	}
+	return e
+}

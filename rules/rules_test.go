@@ -113,3 +113,33 @@ func TestDocsAreFresh(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseRule(f *testing.F) {
+	data, _ := BuiltinFS.ReadFile("builtin/queue/ttft-dominated.yaml")
+	f.Add(data)
+	f.Add([]byte("id: a/b\ntitle: t\nlayer: stage\nbottleneck: queueing\nseverity: info\nwhen: stage.ttft.p99 > 1\nsays: '{{dur .stage.ttft.p99}}'\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := Parse("f.yaml", in)
+		if err != nil {
+			return
+		}
+		// A rule that loads must evaluate on empty and on full evidence.
+		s, _ := NewSet([]*Rule{r})
+		s.Evaluate(FullEvidence(1), nil)
+		e, _ := FixtureEvidence(nil)
+		s.Evaluate(e, nil)
+	})
+}
+
+func FuzzFixtureEvidence(f *testing.F) {
+	f.Add([]byte("evidence:\n  stage.ttft: {count: 100, p99: 3}\n  service.finished: 4\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var fx Fixture
+		if yamlUnmarshal(in, &fx) != nil {
+			return
+		}
+		if e, err := FixtureEvidence(fx.Evidence); err == nil {
+			builtinSet(t).Evaluate(e, nil)
+		}
+	})
+}
