@@ -62,7 +62,7 @@ var docs = map[string]node{
 	"service.generation_tps":   {"tokens/s", "tokens generated per second", "vllm:generation_tokens_total over a window"},
 	"service.preemptions":      {"count", "preemptions in the window (KV blocks ran out)", "vllm:num_preemptions_total"},
 	"service.running":          {"requests", "requests in the running batch", "vllm:num_requests_running"},
-	"service.waiting":          {"requests", "requests waiting to be scheduled", "vllm:num_requests_waiting"},
+	"service.waiting":          {"requests", "requests waiting to be scheduled (for capacity, when vLLM says why)", "vllm:num_requests_waiting_by_reason{reason=\"capacity\"} when exported, else vllm:num_requests_waiting"},
 	"service.iteration_tokens": {"tokens", "tokens per engine step (batch size in tokens)", "vllm:iteration_tokens_total (a histogram)"},
 
 	"resource.kv_usage":        {"ratio", "fraction of KV cache blocks in use", "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)"},

@@ -138,7 +138,9 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 
 // Diagnose runs the path from a window to a diagnosis.
 func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options) *advisor.Diagnosis {
-	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{}, Notes: w.Notes}
+	evs := vllm.Build(w, opt) // may add notes to the window
+	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{},
+		Notes: append([]string(nil), w.Notes...)}
 	d.Window = advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
 	if !w.Start.IsZero() {
 		s, e := w.Start.UTC(), w.End.UTC()
@@ -153,7 +155,7 @@ func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *r
 	for _, s := range cfg.Expired() {
 		d.Notes = append(d.Notes, fmt.Sprintf("suppression of %s expired on %s and no longer applies", s.Rule, s.Until))
 	}
-	for _, e := range vllm.Build(w, opt) {
+	for _, e := range evs {
 		d.Targets = append(d.Targets, advisor.Advise(e, set.Evaluate(e, cfg)))
 	}
 	return d

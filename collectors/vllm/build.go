@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -28,6 +29,13 @@ func Build(w *window.Window, opt Options) []*evidence.Evidence {
 	}
 	var out []*evidence.Evidence
 	for _, sel := range targets(w, group) {
+		if emptyLabels(sel) {
+			// Series without the grouping labels are not a vLLM engine's (the
+			// production-stack router reuses vllm: names with a server label).
+			w.Notes = append(w.Notes, fmt.Sprintf("series without %s were left out (a router or another exporter?); use --group-by to read them",
+				strings.Join(group, ", ")))
+			continue
+		}
 		e := buildOne(w, sel)
 		for _, ml := range memberLabels {
 			if contains(group, ml) {
@@ -198,7 +206,12 @@ func buildOne(w *window.Window, sel window.Labels) *evidence.Evidence {
 	v.Service.E2E = b.dist(E2E, "service.e2e")
 	v.Service.IterationTokens = b.dist(IterationTokens, "service.iteration_tokens")
 	v.Service.Running = b.series(Running, "service.running")
-	v.Service.Waiting = b.series(Waiting, "service.waiting")
+	// Newer vLLM counts deferred requests (LoRA budget, KV transfer) in
+	// num_requests_waiting; only those waiting for capacity say the batch is full.
+	v.Service.Waiting = b.series(WaitingByReason, "service.waiting", "reason", "capacity")
+	if !evidence.Present(v.Service.Waiting.Mean) {
+		v.Service.Waiting = b.series(Waiting, "service.waiting")
+	}
 	b.finished(secs)
 	if x, ok := b.counter(PromptTokens, "service.prompt_tps"); ok {
 		v.Service.PromptTPS = x / secs
@@ -275,8 +288,9 @@ func (b *builder) dist(key, path string) evidence.Dist {
 	return d
 }
 
-// series sums a gauge point by point over the target's series and summarises it.
-func (b *builder) series(key, path string) evidence.Series {
+// series sums a gauge point by point over the target's series and summarises
+// it; match, as label/value pairs, narrows the series further.
+func (b *builder) series(key, path string, match ...string) evidence.Series {
 	s := evidence.Series{Mean: math.NaN(), Max: math.NaN(), Min: math.NaN(), Last: math.NaN(),
 		FracPositive: math.NaN(), Samples: math.NaN()}
 	name, ok := present(b.w, ByKey(key))
@@ -285,7 +299,7 @@ func (b *builder) series(key, path string) evidence.Series {
 	}
 	var points []float64
 	for _, g := range b.w.Gauges[name] {
-		if !matches(b.sel, g.Labels, false) {
+		if !matches(b.sel, g.Labels, false) || !labelPairs(g.Labels, match) {
 			continue
 		}
 		if points == nil {
@@ -430,6 +444,15 @@ func (b *builder) cacheConfig() {
 	}
 }
 
+func labelPairs(l window.Labels, pairs []string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if l[pairs[i]] != pairs[i+1] {
+			return false
+		}
+	}
+	return true
+}
+
 func parseNum(s string) float64 {
 	if s == "" || s == "None" {
 		return math.NaN()
@@ -439,6 +462,15 @@ func parseNum(s string) float64 {
 		return math.NaN()
 	}
 	return x
+}
+
+func emptyLabels(l window.Labels) bool {
+	for _, v := range l {
+		if v != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func contains(l []string, s string) bool {

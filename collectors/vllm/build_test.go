@@ -103,3 +103,26 @@ func TestEveryCatalogueNameIsUnique(t *testing.T) {
 		t.Error("vllm:iteration_tokens_total is a histogram despite its suffix")
 	}
 }
+
+// Deferred requests (LoRA budget, KV transfer) do not mean the batch is full.
+func TestWaitingByReasonPrefersCapacity(t *testing.T) {
+	w := win()
+	w.Gauges["vllm:num_requests_waiting"] = []window.Gauge{gauge(50, window.Labels{"model_name": "m"})}
+	w.Gauges["vllm:num_requests_waiting_by_reason"] = []window.Gauge{
+		gauge(5, window.Labels{"model_name": "m", "reason": "capacity"}),
+		gauge(45, window.Labels{"model_name": "m", "reason": "deferred"})}
+	e := Build(w, Options{})[0]
+	if e.Values.Service.Waiting.Mean != 5 {
+		t.Fatalf("waiting %v, want the capacity share 5", e.Values.Service.Waiting.Mean)
+	}
+}
+
+func TestSeriesWithoutModelNameAreLeftOutWithANote(t *testing.T) {
+	w := win()
+	w.Gauges["vllm:num_requests_running"] = []window.Gauge{
+		gauge(1, window.Labels{"model_name": "a"}), gauge(9, window.Labels{"server": "router"})}
+	ev := Build(w, Options{})
+	if len(ev) != 1 || ev[0].Target.Model != "a" || len(w.Notes) != 1 {
+		t.Fatalf("targets %d notes %v", len(ev), w.Notes)
+	}
+}

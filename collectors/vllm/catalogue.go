@@ -54,6 +54,7 @@ const (
 	PrefixHitGauge  = "prefix_hit_rate_gauge"
 	Running         = "running"
 	Waiting         = "waiting"
+	WaitingByReason = "waiting_by_reason"
 	KVUsage         = "kv_usage"
 	CacheConfig     = "cache_config"
 )
@@ -108,6 +109,9 @@ var Catalogue = []Metric{
 		"requests in the running batch", "exported by every vLLM version"},
 	{Waiting, []string{"vllm:num_requests_waiting"}, Gauge, "requests",
 		"requests waiting to be scheduled", "exported by every vLLM version"},
+	{WaitingByReason, []string{"vllm:num_requests_waiting_by_reason"}, Gauge, "requests",
+		"waiting requests by reason: capacity (waiting for room in the batch) or deferred (LoRA budget, KV transfer)",
+		"vLLM from 2026-04 (after 0.16)"},
 	{KVUsage, []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, Gauge, "ratio",
 		"fraction of KV cache blocks in use (0..1)", "vllm:kv_cache_usage_perc from 0.9.2; vllm:gpu_cache_usage_perc before 0.12"},
 	{CacheConfig, []string{"vllm:cache_config_info"}, Info, "",
