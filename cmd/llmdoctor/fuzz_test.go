@@ -43,4 +43,3 @@ func FuzzDiagnose(f *testing.F) {
 		}
 	})
 }
-
