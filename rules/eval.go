@@ -123,7 +123,11 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 	for _, f := range r.reads {
 		x := e.Values.Get(f)
 		if !evidence.Present(x) {
-			res.Missing = append(res.Missing, Missing{Path: f.Path, Why: "missing", How: f.How})
+			// Name the distribution or gauge once, not each of its fields.
+			if node := evidence.Node(f.Path); !checked[node] {
+				checked[node] = true
+				res.Missing = append(res.Missing, Missing{Path: node, Why: "missing", How: f.How})
+			}
 			continue
 		}
 		if f.Dist != "" && f.Path != f.Dist+".count" && !checked[f.Dist] {
