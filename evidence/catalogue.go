@@ -49,6 +49,7 @@ var docs = map[string]node{
 	"stage.inference":  {"s", "time from first scheduled to last token, per request", "vllm:request_inference_time_seconds (V1 engine, vLLM ≥ 0.7.2)"},
 	"stage.itl":        {"s", "gap between engine steps while decoding (inter-token latency)", "vllm:inter_token_latency_seconds (vLLM ≥ 0.11) or vllm:time_per_output_token_seconds (older)"},
 	"stage.tpot":       {"s", "per-request time per output token after the first", "vllm:request_time_per_output_token_seconds (vLLM ≥ 0.11)"},
+	"stage.itl_stalls": {"count", "inter-token gaps longer than 500 ms in the window: each is one stream frozen for half a second or more", "vllm:inter_token_latency_seconds buckets (0.5 is a bucket bound); vllm:time_per_output_token_seconds before 0.11"},
 	"stage.front_mean": {"s", "mean TTFT not spent in queue or prefill: API server, tokenization, IPC", "needs stage.ttft, stage.queue and stage.prefill"},
 
 	"service.e2e":              {"s", "end-to-end request latency on the server", fmt.Sprintf(howV1Hist, "vllm:e2e_request_latency_seconds")},

@@ -58,6 +58,8 @@ type Stage struct {
 	ITL       Dist    `expr:"itl"`
 	TPOT      Dist    `expr:"tpot"`
 	FrontMean float64 `expr:"front_mean"`
+	// ITLStalls counts inter-token gaps over 500 ms: one per stalled stream.
+	ITLStalls float64 `expr:"itl_stalls"`
 }
 
 // Service is what users of the service see.

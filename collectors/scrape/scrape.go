@@ -27,7 +27,10 @@ type Scraper struct {
 	Client   *http.Client
 	// Progress, when set, gets a line per tick (stderr on a terminal).
 	Progress io.Writer
-	now      func() time.Time
+	// Scrapes, when positive, stops after that many scrapes following the
+	// first instead of after Duration.
+	Scrapes int
+	now     func() time.Time
 }
 
 // Fetch reads one exposition over HTTP.
@@ -112,7 +115,11 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 					errs[i] = err
 					return
 				}
+				// Samples stamped by the server are placed at their own time.
 				snap.Time = t
+				if !snap.Latest.IsZero() {
+					snap.Time = snap.Latest
+				}
 				snaps[i] = append(snaps[i], snap)
 			}()
 		}
@@ -135,7 +142,7 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 	n := 1
 	ticker := time.NewTicker(s.Interval)
 	defer ticker.Stop()
-	for now().Sub(start) < s.Duration {
+	for (s.Scrapes > 0 && n <= s.Scrapes) || (s.Scrapes <= 0 && now().Sub(start) < s.Duration) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

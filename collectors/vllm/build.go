@@ -198,6 +198,10 @@ func buildOne(w *window.Window, sel window.Labels) *evidence.Evidence {
 	v.Stage.Inference = b.dist(InferenceTime, "stage.inference")
 	v.Stage.ITL = b.dist(StepLatency, "stage.itl")
 	v.Stage.TPOT = b.dist(RequestTPOT, "stage.tpot")
+	if bk, name := b.buckets(StepLatency); bk != nil {
+		v.Stage.ITLStalls = window.CountAbove(0.5, bk)
+		b.cite("stage.itl_stalls", name)
+	}
 	if f := v.Stage.TTFT.Mean - v.Stage.Queue.Mean - v.Stage.Prefill.Mean; evidence.Present(f) {
 		v.Stage.FrontMean = math.Max(0, f)
 		b.e.Cite("stage.front_mean", evidence.Source{Metric: "derived", From: w.From, Note: "ttft.mean − queue.mean − prefill.mean"})
@@ -246,16 +250,13 @@ func (b *builder) cite(path, name string) {
 	b.e.Cite(path, evidence.Source{Metric: name, From: b.w.From})
 }
 
-// dist sums a histogram over the target's series and summarises it.
-func (b *builder) dist(key, path string) evidence.Dist {
-	d := evidence.Dist{Count: math.NaN(), Mean: math.NaN(), P50: math.NaN(), P90: math.NaN(),
-		P95: math.NaN(), P99: math.NaN(), Max: math.NaN()}
+// sumHist adds a histogram's buckets, sum and count over the target's series.
+func (b *builder) sumHist(key string) (buckets []window.Bucket, sum, count float64, name string) {
 	name, ok := present(b.w, ByKey(key))
 	if !ok {
-		return d
+		return nil, 0, 0, ""
 	}
 	byLE := map[float64]float64{}
-	var sum, count float64
 	found := false
 	for _, h := range b.w.Histograms[name] {
 		if !matches(b.sel, h.Labels, false) {
@@ -269,13 +270,30 @@ func (b *builder) dist(key, path string) evidence.Dist {
 		count += h.Count
 	}
 	if !found {
-		return d
+		return nil, 0, 0, ""
 	}
-	buckets := make([]window.Bucket, 0, len(byLE))
+	buckets = make([]window.Bucket, 0, len(byLE))
 	for le, c := range byLE {
 		buckets = append(buckets, window.Bucket{UpperBound: le, Count: c})
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].UpperBound < buckets[j].UpperBound })
+	return buckets, sum, count, name
+}
+
+// buckets returns the summed buckets of a histogram, or nil.
+func (b *builder) buckets(key string) ([]window.Bucket, string) {
+	bk, _, _, name := b.sumHist(key)
+	return bk, name
+}
+
+// dist sums a histogram over the target's series and summarises it.
+func (b *builder) dist(key, path string) evidence.Dist {
+	d := evidence.Dist{Count: math.NaN(), Mean: math.NaN(), P50: math.NaN(), P90: math.NaN(),
+		P95: math.NaN(), P99: math.NaN(), Max: math.NaN()}
+	buckets, sum, count, name := b.sumHist(key)
+	if name == "" {
+		return d
+	}
 	d.Count = count
 	if count > 0 {
 		d.Mean = sum / count

@@ -108,3 +108,33 @@ func HasInf(b []Bucket) bool {
 	}
 	return false
 }
+
+// CountAbove estimates how many observations exceed x, interpolating linearly
+// inside the bucket that holds x (exact when x is a bucket bound), as PromQL's
+// histogram_fraction does. NaN without a +Inf bucket or observations.
+func CountAbove(x float64, in []Bucket) float64 {
+	if len(in) == 0 || !HasInf(in) {
+		return math.NaN()
+	}
+	b := make([]Bucket, len(in))
+	copy(b, in)
+	sort.SliceStable(b, func(i, j int) bool { return b[i].UpperBound < b[j].UpperBound })
+	b = coalesce(b)
+	ensureMonotonic(b)
+	total := b[len(b)-1].Count
+	if total == 0 || math.IsNaN(total) {
+		return math.NaN()
+	}
+	lower, below := 0.0, 0.0
+	for _, bk := range b {
+		if x < bk.UpperBound {
+			if math.IsInf(bk.UpperBound, 1) || bk.UpperBound == lower {
+				return total - below
+			}
+			frac := (x - lower) / (bk.UpperBound - lower)
+			return total - (below + frac*(bk.Count-below))
+		}
+		lower, below = bk.UpperBound, bk.Count
+	}
+	return total - below
+}

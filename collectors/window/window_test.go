@@ -92,3 +92,16 @@ func FuzzCounterIncrease(f *testing.F) {
 		}
 	})
 }
+
+func TestCountAbove(t *testing.T) {
+	inf := math.Inf(1)
+	b := []Bucket{{0.1, 50}, {0.5, 90}, {1, 98}, {inf, 100}}
+	for _, c := range []struct{ x, want float64 }{{0.5, 10}, {0.75, 6}, {1, 2}, {5, 2}, {0.05, 75}} {
+		if got := CountAbove(c.x, b); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("CountAbove(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+	if !math.IsNaN(CountAbove(0.5, b[:3])) {
+		t.Error("no +Inf bucket must give NaN")
+	}
+}

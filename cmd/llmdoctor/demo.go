@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/scrape"
+	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/sim"
+)
+
+// demoScrapes is how many scrapes after the first cover the scenario's window.
+const demoScrapes = 30
+
+func newDemo() *cobra.Command {
+	var (
+		scenario, format, color, configPath string
+		outputs, rulesDirs                  []string
+		list                                bool
+	)
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Diagnose a built-in vLLM simulator: nothing to install",
+		Long: "demo starts the vLLM simulator in-process on a loopback port, scrapes its /metrics\n" +
+			"over HTTP through the same collector as diagnose --vllm, and prints the diagnosis.\n" +
+			"Each scrape advances the simulator's clock, so a 15-minute window takes a second.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if list {
+				return listScenarios(cmd.OutOrStdout())
+			}
+			outs, err := parseOutputs(format, outputs)
+			if err != nil {
+				return err
+			}
+			set, cfg, err := loadRules(configPath, rulesDirs)
+			if err != nil {
+				return err
+			}
+			sc, err := sim.Load(scenario)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			d, err := runDemo(sc, set, cfg)
+			if err != nil {
+				return &exitError{2, err.Error()}
+			}
+			return writeOutputs(cmd.OutOrStdout(), outs, color, func(f string, w io.Writer, opt report.TextOptions) error {
+				if f == "json" {
+					return report.JSON(w, d)
+				}
+				return report.Text(w, d, opt)
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&scenario, "scenario", "queue-bound", "scenario name (see --list) or a scenario .yaml file")
+	f.BoolVar(&list, "list", false, "list the built-in scenarios")
+	addOutputFlags(f, &format, &outputs, &color)
+	addRuleFlags(f, &configPath, &rulesDirs)
+	return c
+}
+
+func listScenarios(w io.Writer) error {
+	all, err := sim.Scenarios()
+	if err != nil {
+		return err
+	}
+	for _, s := range all {
+		fmt.Fprintf(w, "%-22s expect %-22s %s on %d× %s\n", s.Name, s.Expect, s.Model, s.TP, s.GPU)
+	}
+	return nil
+}
+
+// runDemo serves the scenario on a loopback port and diagnoses it over HTTP.
+func runDemo(sc *sim.Scenario, set *rules.Set, cfg *rules.Config) (*advisor.Diagnosis, error) {
+	e, err := sim.New(sc, false)
+	if err != nil {
+		return nil, err
+	}
+	e.AdvanceTo(sc.Warmup.Seconds())
+	srv := sim.NewServer(e, sc.Duration/demoScrapes, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on loopback: %v", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	url := "http://" + ln.Addr().String() + "/metrics"
+	s := &scrape.Scraper{URLs: []string{url}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes,
+		Client: &http.Client{Timeout: 10 * time.Second}}
+	w, err := s.Run(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	d := Diagnose(w, []advisor.Source{{Kind: "scrape", URL: url, OK: true}}, set, cfg, vllm.Options{})
+	d.Notes = append([]string{fmt.Sprintf("simulated scenario %s: %s", sc.Name, oneLineText(sc.Description))}, d.Notes...)
+	return d, nil
+}
+
+func oneLineText(s string) string {
+	out := []rune{}
+	space := false
+	for _, r := range s {
+		if r == '\n' || r == ' ' || r == '\t' {
+			space = true
+			continue
+		}
+		if space && len(out) > 0 {
+			out = append(out, ' ')
+		}
+		space = false
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+func newSim() *cobra.Command {
+	var (
+		scenario, listen string
+		speed            float64
+	)
+	c := &cobra.Command{
+		Use:   "sim",
+		Short: "Serve a simulated vLLM server's /metrics (and /dcgm/metrics) for Prometheus or Grafana",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sc, err := sim.Load(scenario)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if speed <= 0 {
+				return usageErr("--speed must be positive")
+			}
+			e, err := sim.New(sc, false)
+			if err != nil {
+				return &exitError{2, err.Error()}
+			}
+			e.AdvanceTo(sc.Warmup.Seconds())
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return &exitError{2, fmt.Sprintf("--listen: %v", err)}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "simulating %s at %g× on http://%s/metrics (GPU metrics on /dcgm/metrics); Ctrl-C stops\n",
+				sc.Name, speed, ln.Addr())
+			hs := &http.Server{Handler: sim.NewServer(e, 0, speed).Handler(), ReadHeaderTimeout: 5 * time.Second}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			go func() { <-ctx.Done(); hs.Close() }()
+			if err := hs.Serve(ln); err != nil && err != http.ErrServerClosed {
+				return &exitError{2, err.Error()}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&scenario, "scenario", "queue-bound", "scenario name or .yaml file")
+	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8000", "address to serve on")
+	c.Flags().Float64Var(&speed, "speed", 1, "virtual seconds per real second")
+	return c
+}

@@ -1,0 +1,560 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand"
+)
+
+// Efficiency factors: kernels reach about 85% of peak HBM bandwidth and 55% of
+// peak tensor FLOPs in practice.
+const (
+	bandwidthEfficiency = 0.85
+	computeEfficiency   = 0.55
+	maxModelLen         = 32768
+)
+
+type request struct {
+	id                 int
+	arrival, enqueued  float64
+	prompt, output     int
+	group, shared      int
+	cached             int // prompt tokens served from the prefix cache at first scheduling
+	computed           int // tokens whose KV is computed
+	generated          int
+	blocks             int // blocks held, excluding pinned shared prefix blocks
+	pinned             int // group whose shared blocks this request pins (-1 none)
+	scheduled          float64
+	firstToken, lastTk float64
+	countedPrompt      bool
+	preemptions        int
+	itls               []float64
+	streaming          bool
+}
+
+func (r *request) remaining() int { return r.prompt + r.generated - r.computed }
+
+// Record is one finished request, as a client or a log would see it.
+type Record struct {
+	ID                  int
+	Arrival             float64 // virtual seconds
+	Prompt, Output      int
+	Cached              int
+	Front, Queue        float64
+	Prefill, Decode     float64
+	TTFT, E2E           float64
+	ClientTTFT          float64
+	ITLs                []float64
+	Streaming           bool
+	Preemptions         int
+	FinishReason, Error string
+}
+
+type prefixGroup struct {
+	blocks, refs int
+	lastUsed     float64
+	cached       bool
+}
+
+// Engine is the simulated server.
+type Engine struct {
+	sc    *Scenario
+	gpu   GPU
+	model Model
+	rng   *rand.Rand
+
+	now         float64
+	nextArrival float64
+	nextID      int
+	pending     pendingHeap
+	waiting     []*request
+	running     []*request
+
+	totalBlocks, usedBlocks, cachedBlocks int
+	groups                                map[int]*prefixGroup
+	kvBytesPerToken                       float64
+
+	m *metrics
+	// Records of finished requests, when kept.
+	Records     []Record
+	keepRecords bool
+	// MinDecodeSlack is the smallest (step time − weight bytes ÷ peak
+	// bandwidth) over steps with decodes: never negative.
+	MinDecodeSlack float64
+	// Steps counts engine steps.
+	Steps int
+}
+
+// New builds an engine for a scenario. keepRecords keeps every finished
+// request (for bench output and tests).
+func New(sc *Scenario, keepRecords bool) (*Engine, error) {
+	if err := sc.Check(); err != nil {
+		return nil, err
+	}
+	gpu, _ := lookupGPU(sc.GPU)
+	model, _ := lookupModel(sc.Model)
+	e := &Engine{sc: sc, gpu: gpu, model: model, rng: rand.New(rand.NewSource(sc.Seed)),
+		groups: map[int]*prefixGroup{}, keepRecords: keepRecords, MinDecodeSlack: math.Inf(1)}
+	e.kvBytesPerToken = model.KVBytesPerToken()
+	if b := sc.Engine.KVCacheDTypeBytes; b > 0 {
+		e.kvBytesPerToken *= b / model.DTypeBytes
+	}
+	free := gpu.MemBytes*float64(sc.TP)*sc.Engine.GPUMemoryUtilization - model.WeightBytes()
+	e.totalBlocks = int(free / (e.kvBytesPerToken * float64(sc.Engine.BlockSize)))
+	if e.totalBlocks < 16 {
+		return nil, fmt.Errorf("scenario %s: %s does not fit %d × %s at gpu_memory_utilization %.2f", sc.Name,
+			model.Name, sc.TP, gpu.Name, sc.Engine.GPUMemoryUtilization)
+	}
+	e.m = newMetrics(e)
+	e.nextArrival = e.gap(0)
+	return e, nil
+}
+
+// Now is the virtual time in seconds since the engine started.
+func (e *Engine) Now() float64 { return e.now }
+
+// GPUBlocks is the number of KV blocks.
+func (e *Engine) GPUBlocks() int { return e.totalBlocks }
+
+func (e *Engine) rate(t float64) float64 {
+	r := e.sc.Workload.Rate
+	warm := e.sc.Warmup.Seconds()
+	for _, s := range e.sc.Workload.Steps {
+		if t >= warm+s.At.Seconds() {
+			r = s.Rate
+		}
+	}
+	return r
+}
+
+// gap draws the time to the next arrival.
+func (e *Engine) gap(t float64) float64 {
+	rate := e.rate(t)
+	if e.sc.Workload.Arrival == "bursty" {
+		k := e.sc.Workload.BurstShape
+		return t + gammaSample(e.rng, k)/(k*rate)
+	}
+	return t + e.rng.ExpFloat64()/rate
+}
+
+// gammaSample draws Gamma(k, 1) (Marsaglia and Tsang; boosted for k < 1).
+func gammaSample(r *rand.Rand, k float64) float64 {
+	if k < 1 {
+		return gammaSample(r, k+1) * math.Pow(r.Float64(), 1/k)
+	}
+	d := k - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := r.Float64()
+		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
+			return d * v
+		}
+	}
+}
+
+func (e *Engine) newRequest(at float64) *request {
+	w := e.sc.Workload
+	r := &request{id: e.nextID, arrival: at, group: -1, pinned: -1, scheduled: -1, firstToken: -1,
+		streaming: w.Streaming == nil || *w.Streaming}
+	e.nextID++
+	r.prompt = w.Prompt.draw(e.rng)
+	r.output = w.Output.draw(e.rng)
+	limit := min(maxModelLen, e.totalBlocks*e.sc.Engine.BlockSize/2)
+	if r.prompt+r.output > limit {
+		r.prompt = max(1, limit-r.output)
+		if r.prompt+r.output > limit {
+			r.output = max(1, limit-r.prompt)
+		}
+	}
+	switch {
+	case w.UniquePrefix && w.Prefix.Tokens > 0:
+		// A per-request string early in the system prompt: nothing is shared.
+		r.group, r.shared = 1_000_000+r.id, min(w.Prefix.Tokens, r.prompt)
+	case w.Prefix.Groups > 0 && w.Prefix.Tokens > 0:
+		r.group, r.shared = e.rng.Intn(w.Prefix.Groups), min(w.Prefix.Tokens, r.prompt)
+	}
+	front := e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(r.prompt)/1000
+	r.enqueued = at + front
+	return r
+}
+
+// AdvanceTo runs the engine until virtual time t (seconds).
+func (e *Engine) AdvanceTo(t float64) {
+	for e.now < t {
+		for e.nextArrival <= e.now {
+			heap.Push(&e.pending, e.newRequest(e.nextArrival))
+			e.nextArrival = e.gap(e.nextArrival)
+		}
+		for e.pending.Len() > 0 && e.pending[0].enqueued <= e.now {
+			e.waiting = append(e.waiting, heap.Pop(&e.pending).(*request))
+		}
+		if len(e.running) == 0 && len(e.waiting) == 0 {
+			next := e.nextArrival
+			if e.pending.Len() > 0 {
+				next = math.Min(next, e.pending[0].enqueued)
+			}
+			e.idle(math.Min(next, t))
+			continue
+		}
+		if !e.step() {
+			e.idle(math.Min(e.now+0.001, t))
+		}
+	}
+}
+
+func (e *Engine) idle(until float64) {
+	if until > e.now {
+		e.m.gpuIdle(until - e.now)
+		e.now = until
+	}
+	e.m.setGauges(e)
+}
+
+type work struct {
+	r *request
+	n int
+}
+
+// step schedules one engine step (running first, then waiting, FCFS), runs
+// it, and applies its outputs. It reports false when nothing could run.
+func (e *Engine) step() bool {
+	ec := e.sc.Engine
+	budget := ec.MaxNumBatchedTokens
+	var batch []work
+
+	// Running requests first, in admission order. A decode needs one token,
+	// an unfinished prefill (after a preemption, or chunked) the rest of it.
+	for i := 0; i < len(e.running) && budget > 0; {
+		r := e.running[i]
+		n := r.remaining()
+		if n > 1 {
+			if ec.ChunkedPrefill {
+				n = min(n, budget)
+			} else if n > budget && len(batch) > 0 {
+				i++
+				continue
+			}
+		}
+		if !e.allocateOrPreempt(r, n) {
+			continue // r itself was preempted; e.running[i] is the next one
+		}
+		batch = append(batch, work{r, n})
+		budget -= n
+		i++
+	}
+
+	// Then waiting requests, FCFS, while the batch and the cache have room.
+	for len(e.waiting) > 0 && len(e.running) < ec.MaxNumSeqs && budget > 0 {
+		r := e.waiting[0]
+		cached := 0
+		if r.computed == 0 && ec.PrefixCaching && r.group >= 0 {
+			if g := e.groups[r.group]; g != nil && g.cached {
+				cached = (r.shared / ec.BlockSize) * ec.BlockSize
+				if cached >= r.prompt {
+					cached = ((r.prompt - 1) / ec.BlockSize) * ec.BlockSize
+				}
+			}
+		}
+		need := r.remaining() - cached
+		n := need
+		if ec.ChunkedPrefill {
+			n = min(need, budget)
+		} else if need > budget && len(batch) > 0 {
+			break
+		}
+		if cached > 0 {
+			e.pin(r)
+		}
+		r.computed += cached
+		if !e.allocate(r, n) {
+			r.computed -= cached
+			e.unpin(r)
+			break
+		}
+		e.waiting = e.waiting[1:]
+		if r.scheduled < 0 {
+			r.scheduled = e.now
+			r.cached = cached
+			e.m.scheduled(r, e.now)
+		}
+		e.running = append(e.running, r)
+		batch = append(batch, work{r, n})
+		budget -= n
+	}
+	if len(batch) == 0 {
+		return false
+	}
+	dt, weightBytes := e.run(batch)
+	e.Steps++
+	e.now += dt
+	e.apply(batch, weightBytes, dt)
+	e.m.setGauges(e)
+	return true
+}
+
+// allocateOrPreempt finds blocks for r, preempting the newest running
+// requests (recompute) until they fit. It reports false when r itself had to go.
+func (e *Engine) allocateOrPreempt(r *request, n int) bool {
+	for !e.allocate(r, n) {
+		victim := e.running[len(e.running)-1]
+		e.preempt(victim)
+		if victim == r {
+			return false
+		}
+	}
+	return true
+}
+
+// run prices a step: max(FLOPs ÷ compute, bytes ÷ bandwidth) + CPU overhead.
+func (e *Engine) run(batch []work) (dt, weightBytes float64) {
+	m := e.model
+	var tokens, attn, kvRead float64
+	decodes := 0
+	for _, w := range batch {
+		ctx := float64(w.r.computed)
+		tokens += float64(w.n)
+		attn += float64(w.n) * (ctx + float64(w.n)/2)
+		kvRead += ctx
+		if w.r.remaining() == 1 && w.n == 1 {
+			decodes++
+		}
+	}
+	weightBytes = m.WeightBytes()
+	if m.Experts > 0 {
+		// Each token routes to ActiveExperts of Experts: the experts touched
+		// by at least one token of the step must be read.
+		touched := 1 - math.Pow(1-float64(m.ActiveExperts)/float64(m.Experts), tokens)
+		weightBytes = (m.Params-m.ExpertParams)*m.DTypeBytes + m.ExpertParams*m.DTypeBytes*touched
+	}
+	bytes := weightBytes + kvRead*e.kvBytesPerToken
+	flops := 2*m.ActiveParams*tokens + 4*float64(m.Layers*m.Hidden)*attn
+	tp := float64(e.sc.TP)
+	tMem := bytes / (e.gpu.Bandwidth * tp * bandwidthEfficiency)
+	tCmp := flops / (e.gpu.FLOPS * tp * computeEfficiency)
+	gpu := math.Max(tMem, tCmp)
+	dt = gpu + e.sc.Engine.StepOverhead.Seconds()
+	if decodes > 0 {
+		if slack := dt - weightBytes/(e.gpu.Bandwidth*tp); slack < e.MinDecodeSlack {
+			e.MinDecodeSlack = slack
+		}
+	}
+	e.m.gpuBusy(gpu, dt, bytes, flops, int(tokens))
+	return dt, weightBytes
+}
+
+func (e *Engine) apply(batch []work, weightBytes, dt float64) {
+	bs := e.sc.Engine.BlockSize
+	var done []*request
+	for _, w := range batch {
+		r := w.r
+		r.computed += w.n
+		if r.remaining() > 0 {
+			continue // a prefill chunk; more to come
+		}
+		// The step that completes a request's KV samples its next token.
+		if !r.countedPrompt {
+			r.countedPrompt = true
+			e.m.promptDone(r)
+			if e.sc.Engine.PrefixCaching && r.group >= 0 && r.shared >= bs {
+				e.cacheGroup(r)
+			}
+		}
+		r.generated++
+		e.m.token(r, e.now)
+		if r.firstToken < 0 {
+			r.firstToken = e.now
+		} else {
+			r.itls = append(r.itls, e.now-r.lastTk)
+		}
+		r.lastTk = e.now
+		if r.generated >= r.output {
+			done = append(done, r)
+		}
+	}
+	for _, r := range done {
+		e.finish(r, "stop")
+	}
+}
+
+func (e *Engine) finish(r *request, reason string) {
+	for i, x := range e.running {
+		if x == r {
+			e.running = append(e.running[:i], e.running[i+1:]...)
+			break
+		}
+	}
+	e.free(r)
+	e.m.finished(r, e.now, reason)
+	if e.keepRecords {
+		rec := Record{ID: r.id, Arrival: r.arrival, Prompt: r.prompt, Output: r.generated, Cached: r.cached,
+			Front: r.enqueued - r.arrival, Queue: r.scheduled - r.enqueued, Prefill: r.firstToken - r.scheduled,
+			Decode: r.lastTk - r.firstToken, TTFT: r.firstToken - r.arrival, E2E: e.now - r.arrival,
+			ITLs: r.itls, Streaming: r.streaming, Preemptions: r.preemptions, FinishReason: reason}
+		rtt := e.sc.Workload.ClientRTT.Seconds()
+		rec.ClientTTFT = rec.TTFT + rtt
+		if !r.streaming {
+			rec.ClientTTFT = rec.E2E + rtt
+		}
+		e.Records = append(e.Records, rec)
+	}
+	r.itls = nil
+}
+
+// allocate gives r the blocks for n more tokens, evicting cached prefixes
+// nobody uses when it must. It reports false when the cache is full.
+func (e *Engine) allocate(r *request, n int) bool {
+	bs := e.sc.Engine.BlockSize
+	shared := 0
+	if r.pinned >= 0 {
+		shared = e.groups[r.pinned].blocks
+	}
+	need := (r.computed+n+bs-1)/bs - shared - r.blocks
+	if need <= 0 {
+		return true
+	}
+	for e.totalBlocks-e.usedBlocks-e.cachedBlocks < need {
+		if !e.evictOne() {
+			return false
+		}
+	}
+	r.blocks += need
+	e.usedBlocks += need
+	return true
+}
+
+func (e *Engine) free(r *request) {
+	e.usedBlocks -= r.blocks
+	r.blocks = 0
+	e.unpin(r)
+}
+
+func (e *Engine) preempt(r *request) {
+	for i, x := range e.running {
+		if x == r {
+			e.running = append(e.running[:i], e.running[i+1:]...)
+			break
+		}
+	}
+	e.free(r)
+	r.computed = 0
+	r.preemptions++
+	e.m.preempted()
+	e.waiting = append([]*request{r}, e.waiting...)
+}
+
+func (e *Engine) pin(r *request) {
+	g := e.groups[r.group]
+	g.refs++
+	g.lastUsed = e.now
+	r.pinned = r.group
+}
+
+func (e *Engine) unpin(r *request) {
+	if r.pinned < 0 {
+		return
+	}
+	e.groups[r.pinned].refs--
+	r.pinned = -1
+}
+
+// cacheGroup keeps a finished prefill's shared blocks as a cached prefix.
+func (e *Engine) cacheGroup(r *request) {
+	bs := e.sc.Engine.BlockSize
+	g := e.groups[r.group]
+	if g == nil {
+		g = &prefixGroup{}
+		e.groups[r.group] = g
+	}
+	g.lastUsed = e.now
+	if g.cached || r.pinned >= 0 {
+		return
+	}
+	blocks := r.shared / bs
+	if blocks > r.blocks {
+		return
+	}
+	// Hand the request's first blocks over to the cache and pin them.
+	g.cached, g.blocks = true, blocks
+	r.blocks -= blocks
+	e.usedBlocks -= blocks
+	e.cachedBlocks += blocks
+	g.refs++
+	r.pinned = r.group
+}
+
+// evictOne drops the least recently used cached prefix nobody pins.
+func (e *Engine) evictOne() bool {
+	var victim int
+	var vg *prefixGroup
+	for id, g := range e.groups {
+		if g.cached && g.refs == 0 && (vg == nil || g.lastUsed < vg.lastUsed || g.lastUsed == vg.lastUsed && id < victim) {
+			victim, vg = id, g
+		}
+	}
+	if vg == nil {
+		return false
+	}
+	e.cachedBlocks -= vg.blocks
+	delete(e.groups, victim)
+	return true
+}
+
+// KVUsage is the share of blocks running requests hold (cached prefixes
+// nobody pins count as free, as in vLLM).
+func (e *Engine) KVUsage() float64 {
+	pinned := 0
+	for _, g := range e.groups {
+		if g.cached && g.refs > 0 {
+			pinned += g.blocks
+		}
+	}
+	return float64(e.usedBlocks+pinned) / float64(e.totalBlocks)
+}
+
+// CheckBlocks reports an error when block accounting is off.
+func (e *Engine) CheckBlocks() error {
+	held := 0
+	for _, r := range e.running {
+		held += r.blocks
+	}
+	cached := 0
+	for _, g := range e.groups {
+		if g.cached {
+			cached += g.blocks
+		}
+	}
+	switch {
+	case held != e.usedBlocks:
+		return fmt.Errorf("running requests hold %d blocks, accounted %d", held, e.usedBlocks)
+	case cached != e.cachedBlocks:
+		return fmt.Errorf("cached prefixes hold %d blocks, accounted %d", cached, e.cachedBlocks)
+	case e.usedBlocks+e.cachedBlocks > e.totalBlocks:
+		return fmt.Errorf("%d blocks in use of %d", e.usedBlocks+e.cachedBlocks, e.totalBlocks)
+	}
+	return nil
+}
+
+// Counts returns requests arrived (into the engine), in flight and finished.
+func (e *Engine) Counts() (arrived, inFlight, finished int) {
+	return e.nextID, e.pending.Len() + len(e.waiting) + len(e.running), e.m.finishedCount
+}
+
+type pendingHeap []*request
+
+func (h pendingHeap) Len() int           { return len(h) }
+func (h pendingHeap) Less(i, j int) bool { return h[i].enqueued < h[j].enqueued }
+func (h pendingHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *pendingHeap) Push(x any)        { *h = append(*h, x.(*request)) }
+func (h *pendingHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

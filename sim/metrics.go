@@ -1,0 +1,265 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// vLLM's bucket sets (reference/vllm-metrics.md §1.4).
+var (
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	itlBuckets  = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	latBuckets  = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	iterBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+)
+
+// tokenBuckets is vLLM's 1-2-5 series up to max_model_len.
+func tokenBuckets(maxLen int) []float64 {
+	var out []float64
+	for m := 1; ; m *= 10 {
+		for _, f := range []int{1, 2, 5} {
+			if f*m > maxLen {
+				return out
+			}
+			out = append(out, float64(f*m))
+		}
+	}
+}
+
+// hist is a plain histogram: the engine is single-threaded and observes
+// millions of values, so no atomics.
+type hist struct {
+	name, help string
+	bounds     []float64
+	counts     []uint64
+	sum        float64
+	n          uint64
+}
+
+func newHist(name, help string, bounds []float64) *hist {
+	return &hist{name: name, help: help, bounds: bounds, counts: make([]uint64, len(bounds))}
+}
+
+func (h *hist) observe(x float64) {
+	h.sum += x
+	h.n++
+	if i := sort.SearchFloat64s(h.bounds, x); i < len(h.bounds) {
+		h.counts[i]++
+	}
+}
+
+type metrics struct {
+	e                                           *Engine
+	ttft, itl, tpot, e2e, queue, prefill        *hist
+	decode, inference, promptLen, genLen        *hist
+	computed, maxTokens, iteration              *hist
+	promptTokens, genTokens, preemptions        float64
+	prefixQueries, prefixHits                   float64
+	success                                     map[string]float64
+	running, waiting, kv                        float64
+	finishedCount                               int
+	gpuTime, wallTime, bytes, flops             float64
+	lastGPUTime, lastWall, lastBytes, lastFlops float64
+	dram, gr, tensor                            float64
+}
+
+func newMetrics(e *Engine) *metrics {
+	tok := tokenBuckets(maxModelLen)
+	return &metrics{e: e, success: map[string]float64{},
+		ttft:      newHist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets),
+		itl:       newHist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets),
+		tpot:      newHist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itlBuckets),
+		e2e:       newHist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", latBuckets),
+		queue:     newHist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", latBuckets),
+		prefill:   newHist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", latBuckets),
+		decode:    newHist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", latBuckets),
+		inference: newHist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", latBuckets),
+		promptLen: newHist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tok),
+		genLen:    newHist("vllm:request_generation_tokens", "Number of generation tokens processed.", tok),
+		computed:  newHist("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", tok),
+		maxTokens: newHist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", tok),
+		iteration: newHist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterBuckets),
+	}
+}
+
+func (m *metrics) hists() []*hist {
+	return []*hist{m.ttft, m.itl, m.tpot, m.e2e, m.queue, m.prefill, m.decode, m.inference,
+		m.promptLen, m.genLen, m.computed, m.maxTokens, m.iteration}
+}
+
+func (m *metrics) scheduled(r *request, now float64) {
+	m.prefixQueries += float64(r.prompt)
+	m.prefixHits += float64(r.cached)
+}
+
+func (m *metrics) promptDone(r *request) { m.promptTokens += float64(r.prompt) }
+
+func (m *metrics) token(r *request, now float64) {
+	m.genTokens++
+	if r.firstToken < 0 {
+		m.ttft.observe(now - r.arrival)
+	} else {
+		m.itl.observe(now - r.lastTk)
+	}
+}
+
+func (m *metrics) finished(r *request, now float64, reason string) {
+	m.finishedCount++
+	m.success[reason]++
+	m.e2e.observe(now - r.arrival)
+	m.queue.observe(r.scheduled - r.enqueued)
+	m.prefill.observe(r.firstToken - r.scheduled)
+	decode := r.lastTk - r.firstToken
+	m.decode.observe(decode)
+	m.inference.observe(r.lastTk - r.scheduled)
+	if r.generated > 1 {
+		m.tpot.observe(decode / float64(r.generated-1))
+	} else {
+		m.tpot.observe(0)
+	}
+	m.promptLen.observe(float64(r.prompt))
+	m.genLen.observe(float64(r.generated))
+	m.computed.observe(float64(r.prompt - r.cached))
+	m.maxTokens.observe(2048)
+}
+
+func (m *metrics) preempted() { m.preemptions++ }
+
+func (m *metrics) gpuBusy(gpu, dt, bytes, flops float64, tokens int) {
+	m.gpuTime += gpu
+	m.wallTime += dt
+	m.bytes += bytes
+	m.flops += flops
+	m.iteration.observe(float64(tokens))
+}
+
+func (m *metrics) gpuIdle(dt float64) { m.wallTime += dt }
+
+func (m *metrics) setGauges(e *Engine) {
+	m.running = float64(len(e.running))
+	m.waiting = float64(len(e.waiting))
+	m.kv = e.KVUsage()
+}
+
+// sampleGPU averages GPU activity since the previous sample, as DCGM's
+// profiling counters do over their sampling period.
+func (m *metrics) sampleGPU() {
+	dt := m.wallTime - m.lastWall
+	if dt < 1 {
+		return // keep the previous sample: too little time to average over
+	}
+	e := m.e
+	tp := float64(e.sc.TP)
+	m.gr = (m.gpuTime - m.lastGPUTime) / dt
+	m.dram = (m.bytes - m.lastBytes) / (dt * e.gpu.Bandwidth * tp)
+	m.tensor = (m.flops - m.lastFlops) / (dt * e.gpu.FLOPS * tp)
+	m.lastWall, m.lastGPUTime, m.lastBytes, m.lastFlops = m.wallTime, m.gpuTime, m.bytes, m.flops
+}
+
+// vllmCollector exposes the engine's metrics with vLLM's names and labels.
+type vllmCollector struct{ e *Engine }
+
+func (c vllmCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.e.m
+	model := c.e.model.Served
+	lv := []string{model, "0"}
+	ln := []string{"model_name", "engine"}
+	for _, h := range m.hists() {
+		buckets := make(map[float64]uint64, len(h.bounds))
+		var cum uint64
+		for i, b := range h.bounds {
+			cum += h.counts[i]
+			buckets[b] = cum
+		}
+		ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, ln, nil), h.n, h.sum, buckets, lv...)
+	}
+	counter := func(name, help string, v float64) {
+		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, ln, nil), prometheus.CounterValue, v, lv...)
+	}
+	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", m.promptTokens)
+	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", m.genTokens)
+	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", m.preemptions)
+	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", m.prefixQueries)
+	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", m.prefixHits)
+	succ := prometheus.NewDesc("vllm:request_success_total", "Count of successfully processed requests.",
+		[]string{"model_name", "engine", "finished_reason"}, nil)
+	for reason, v := range m.success {
+		ch <- prometheus.MustNewConstMetric(succ, prometheus.CounterValue, v, model, "0", reason)
+	}
+	gauge := func(name, help string, v float64) {
+		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, ln, nil), prometheus.GaugeValue, v, lv...)
+	}
+	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", m.running)
+	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting)
+	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv)
+	ec := c.e.sc.Engine
+	info := map[string]string{
+		"engine": "0", "block_size": strconv.Itoa(ec.BlockSize), "num_gpu_blocks": strconv.Itoa(c.e.totalBlocks),
+		"enable_prefix_caching": pyBool(ec.PrefixCaching), "gpu_memory_utilization": strconv.FormatFloat(ec.GPUMemoryUtilization, 'f', -1, 64),
+		"cache_dtype": "auto", "num_cpu_blocks": "None", "sliding_window": "None",
+	}
+	names := make([]string, 0, len(info))
+	for k := range info {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	vals := make([]string, len(names))
+	for i, k := range names {
+		vals[i] = info[k]
+	}
+	ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("vllm:cache_config_info",
+		"Information of the LLMEngine CacheConfig", names, nil), prometheus.GaugeValue, 1, vals...)
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+// dcgmCollector exposes GPU metrics with dcgm-exporter's names and labels,
+// derived from the same step model: DRAM_ACTIVE is bytes moved over peak
+// bandwidth, PIPE_TENSOR_ACTIVE FLOPs over peak, GR_ENGINE_ACTIVE the share
+// of time a kernel ran.
+type dcgmCollector struct{ e *Engine }
+
+func (c dcgmCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c dcgmCollector) Collect(ch chan<- prometheus.Metric) {
+	e := c.e
+	m := e.m
+	m.sampleGPU()
+	labels := []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
+	fbUsed := e.gpu.MemBytes * e.sc.Engine.GPUMemoryUtilization / (1 << 20)
+	fbFree := e.gpu.MemBytes/(1<<20) - fbUsed
+	sm := m.gr * min(1, 0.25+1.5*m.tensor)
+	for i := 0; i < e.sc.TP; i++ {
+		lv := []string{strconv.Itoa(i), fmt.Sprintf("GPU-%08x-sim0-%04d", e.sc.Seed, i), fmt.Sprintf("00000000:%02X:00.0", 0x10+i),
+			"nvidia" + strconv.Itoa(i), e.gpu.ModelName, "llmdoctor-sim"}
+		g := func(name, help string, v float64) {
+			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, labels, nil), prometheus.GaugeValue, v, lv...)
+		}
+		g("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", 100*m.gr)
+		g("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", fbUsed)
+		g("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", fbFree)
+		g("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", 90+0.6*e.gpu.MemBytes/1e9*m.gr+200*m.tensor)
+		g("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", m.gr)
+		g("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", sm)
+		g("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", m.tensor)
+		g("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", m.dram)
+	}
+}
+
+// Registries returns registries for the vLLM and the DCGM metrics.
+func (e *Engine) Registries() (vllm, dcgm *prometheus.Registry) {
+	vllm, dcgm = prometheus.NewRegistry(), prometheus.NewRegistry()
+	vllm.MustRegister(vllmCollector{e})
+	dcgm.MustRegister(dcgmCollector{e})
+	return vllm, dcgm
+}

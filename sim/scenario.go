@@ -1,0 +1,281 @@
+package sim
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Scenario is a named preset: hardware, model, engine settings and workload.
+type Scenario struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Expect is the primary bottleneck a diagnosis should find; Also lists
+	// other acceptable ones (decode-bound may read as memory-bandwidth).
+	Expect   string        `yaml:"expect"`
+	Also     []string      `yaml:"also"`
+	Model    string        `yaml:"model"`
+	GPU      string        `yaml:"gpu"`
+	TP       int           `yaml:"tp"`
+	Seed     int64         `yaml:"seed"`
+	Warmup   time.Duration `yaml:"warmup"`
+	Duration time.Duration `yaml:"duration"`
+	Engine   EngineConfig  `yaml:"engine"`
+	Workload Workload      `yaml:"workload"`
+}
+
+// EngineConfig mirrors the vLLM flags that shape scheduling.
+type EngineConfig struct {
+	MaxNumSeqs           int           `yaml:"max_num_seqs"`
+	MaxNumBatchedTokens  int           `yaml:"max_num_batched_tokens"`
+	ChunkedPrefill       bool          `yaml:"chunked_prefill"`
+	PrefixCaching        bool          `yaml:"prefix_caching"`
+	BlockSize            int           `yaml:"block_size"`
+	GPUMemoryUtilization float64       `yaml:"gpu_memory_utilization"`
+	KVCacheDTypeBytes    float64       `yaml:"kv_cache_dtype_bytes"`
+	StepOverhead         time.Duration `yaml:"step_overhead"`
+	// Front is the mean API-server time per request: HTTP, chat template,
+	// tokenization, hand-off to the engine.
+	Front time.Duration `yaml:"front"`
+	// FrontPerKToken adds tokenization time per thousand prompt tokens.
+	FrontPerKToken time.Duration `yaml:"front_per_k_token"`
+}
+
+// Workload describes the requests.
+type Workload struct {
+	// Rate is the mean arrival rate in requests per second.
+	Rate float64 `yaml:"rate"`
+	// Arrival is poisson (default) or bursty (gamma gaps with BurstShape < 1).
+	Arrival    string  `yaml:"arrival"`
+	BurstShape float64 `yaml:"burst_shape"`
+	// Steps change the rate at given offsets from the start (after warm-up).
+	Steps        []RateStep `yaml:"steps"`
+	Prompt       Length     `yaml:"prompt"`
+	Output       Length     `yaml:"output"`
+	Prefix       Prefix     `yaml:"prefix"`
+	UniquePrefix bool       `yaml:"unique_prefix"`
+	// Streaming is true unless set false (the client waits for the whole answer).
+	Streaming *bool `yaml:"streaming"`
+	// ClientRTT is the network round trip between client and server.
+	ClientRTT time.Duration `yaml:"client_rtt"`
+}
+
+// RateStep sets a new arrival rate from an offset on.
+type RateStep struct {
+	At   time.Duration `yaml:"at"`
+	Rate float64       `yaml:"rate"`
+}
+
+// Prefix describes groups of requests that share a system prompt.
+type Prefix struct {
+	Groups int `yaml:"groups"`
+	Tokens int `yaml:"tokens"`
+}
+
+// Length is a token-length distribution.
+type Length struct {
+	Dist  string   `yaml:"dist"` // lognormal, fixed, mix
+	Mean  float64  `yaml:"mean"`
+	Sigma float64  `yaml:"sigma"`
+	Value int      `yaml:"value"`
+	Min   int      `yaml:"min"`
+	Max   int      `yaml:"max"`
+	Parts []Weight `yaml:"parts"`
+}
+
+// Weight is one part of a mixture.
+type Weight struct {
+	Weight float64 `yaml:"weight"`
+	Length `yaml:",inline"`
+}
+
+func (l Length) draw(r *rand.Rand) int {
+	var x float64
+	switch l.Dist {
+	case "fixed":
+		x = float64(l.Value)
+	case "mix":
+		var total float64
+		for _, p := range l.Parts {
+			total += p.Weight
+		}
+		u := r.Float64() * total
+		for _, p := range l.Parts {
+			if u -= p.Weight; u <= 0 {
+				return l.clamp(p.Length.draw(r))
+			}
+		}
+		return l.clamp(l.Parts[len(l.Parts)-1].Length.draw(r))
+	default:
+		mu := math.Log(l.Mean) - l.Sigma*l.Sigma/2
+		x = math.Exp(mu + l.Sigma*r.NormFloat64())
+	}
+	return l.clamp(int(math.Round(x)))
+}
+
+func (l Length) clamp(n int) int {
+	if n < max(1, l.Min) {
+		n = max(1, l.Min)
+	}
+	if l.Max > 0 && n > l.Max {
+		n = l.Max
+	}
+	return n
+}
+
+func (l Length) check(what string) error {
+	switch l.Dist {
+	case "fixed":
+		if l.Value < 1 {
+			return fmt.Errorf("%s: fixed needs value ≥ 1", what)
+		}
+	case "mix":
+		if len(l.Parts) == 0 {
+			return fmt.Errorf("%s: mix needs parts", what)
+		}
+		for i, p := range l.Parts {
+			if p.Weight <= 0 {
+				return fmt.Errorf("%s: part %d needs a positive weight", what, i+1)
+			}
+			if err := p.Length.check(fmt.Sprintf("%s part %d", what, i+1)); err != nil {
+				return err
+			}
+		}
+	case "lognormal", "":
+		if l.Mean < 1 || l.Sigma < 0 {
+			return fmt.Errorf("%s: lognormal needs mean ≥ 1 and sigma ≥ 0", what)
+		}
+	default:
+		return fmt.Errorf("%s: unknown dist %q (lognormal, fixed, mix)", what, l.Dist)
+	}
+	return nil
+}
+
+func (s *Scenario) defaults() {
+	if s.TP == 0 {
+		s.TP = 1
+	}
+	if s.Duration == 0 {
+		s.Duration = 15 * time.Minute
+	}
+	e := &s.Engine
+	if e.MaxNumSeqs == 0 {
+		e.MaxNumSeqs = 256
+	}
+	if e.MaxNumBatchedTokens == 0 {
+		e.MaxNumBatchedTokens = 8192
+	}
+	if e.BlockSize == 0 {
+		e.BlockSize = 16
+	}
+	if e.GPUMemoryUtilization == 0 {
+		e.GPUMemoryUtilization = 0.9
+	}
+	if e.StepOverhead == 0 {
+		e.StepOverhead = 2 * time.Millisecond
+	}
+	if e.Front == 0 {
+		e.Front = 8 * time.Millisecond
+	}
+	if s.Workload.Arrival == "" {
+		s.Workload.Arrival = "poisson"
+	}
+	if s.Workload.BurstShape == 0 {
+		s.Workload.BurstShape = 1
+	}
+}
+
+// Check validates a scenario after defaults.
+func (s *Scenario) Check() error {
+	s.defaults()
+	if s.Name == "" {
+		return fmt.Errorf("scenario has no name")
+	}
+	if _, err := lookupGPU(s.GPU); err != nil {
+		return fmt.Errorf("scenario %s: %v", s.Name, err)
+	}
+	if _, err := lookupModel(s.Model); err != nil {
+		return fmt.Errorf("scenario %s: %v", s.Name, err)
+	}
+	if s.Workload.Rate <= 0 {
+		return fmt.Errorf("scenario %s: workload.rate must be positive", s.Name)
+	}
+	if a := s.Workload.Arrival; a != "poisson" && a != "bursty" {
+		return fmt.Errorf("scenario %s: workload.arrival %q (poisson or bursty)", s.Name, a)
+	}
+	if err := s.Workload.Prompt.check("prompt"); err != nil {
+		return fmt.Errorf("scenario %s: %v", s.Name, err)
+	}
+	if err := s.Workload.Output.check("output"); err != nil {
+		return fmt.Errorf("scenario %s: %v", s.Name, err)
+	}
+	if s.Engine.MaxNumSeqs < 1 || s.Engine.MaxNumBatchedTokens < 1 || s.Engine.BlockSize < 1 {
+		return fmt.Errorf("scenario %s: engine limits must be positive", s.Name)
+	}
+	return nil
+}
+
+//go:embed scenarios/*.yaml
+var builtinScenarios embed.FS
+
+// ParseScenario reads one scenario file.
+func ParseScenario(name string, data []byte) (*Scenario, error) {
+	var s Scenario
+	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
+	}
+	if err := s.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	return &s, nil
+}
+
+// Scenarios lists the built-in scenarios, sorted by name.
+func Scenarios() ([]*Scenario, error) {
+	entries, err := fs.Glob(builtinScenarios, "scenarios/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*Scenario
+	for _, p := range entries {
+		data, _ := builtinScenarios.ReadFile(p)
+		s, err := ParseScenario(p, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Load finds a built-in scenario by name, or reads a scenario file.
+func Load(nameOrFile string) (*Scenario, error) {
+	if strings.HasSuffix(nameOrFile, ".yaml") || strings.HasSuffix(nameOrFile, ".yml") {
+		data, err := os.ReadFile(nameOrFile)
+		if err != nil {
+			return nil, err
+		}
+		return ParseScenario(nameOrFile, data)
+	}
+	all, err := Scenarios()
+	if err != nil {
+		return nil, err
+	}
+	var have []string
+	for _, s := range all {
+		if s.Name == nameOrFile {
+			return s, nil
+		}
+		have = append(have, s.Name)
+	}
+	return nil, fmt.Errorf("no scenario %q (have %s, or give a .yaml file)", nameOrFile, strings.Join(have, ", "))
+}
