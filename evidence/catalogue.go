@@ -66,9 +66,18 @@ var docs = map[string]node{
 	"service.waiting":          {"requests", "requests waiting to be scheduled (for capacity, when vLLM says why)", "vllm:num_requests_waiting_by_reason{reason=\"capacity\"} when exported, else vllm:num_requests_waiting"},
 	"service.iteration_tokens": {"tokens", "tokens per engine step (batch size in tokens)", "vllm:iteration_tokens_total (a histogram)"},
 
-	"resource.kv_usage":        {"ratio", "fraction of KV cache blocks in use", "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)"},
-	"resource.prefix_hit_rate": {"ratio", "prefix cache hits ÷ queries, in tokens", "vllm:prefix_cache_hits_total and vllm:prefix_cache_queries_total (or the gpu_prefix_cache_* names before 0.12)"},
-	"resource.prefix_queries":  {"tokens", "prefix cache lookups in the window", "vllm:prefix_cache_queries_total"},
+	"resource.kv_usage":           {"ratio", "fraction of KV cache blocks in use", "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)"},
+	"resource.prefix_hit_rate":    {"ratio", "prefix cache hits ÷ queries, in tokens", "vllm:prefix_cache_hits_total and vllm:prefix_cache_queries_total (or the gpu_prefix_cache_* names before 0.12)"},
+	"resource.gpus":               {"count", "GPUs whose DCGM series belong to the target", "scrape dcgm-exporter (--dcgm URL) or query it through Prometheus"},
+	"resource.dram_active":        {"ratio", "share of cycles the GPU memory interface moved data (DRAM_ACTIVE); about 0.8 is the practical ceiling", "DCGM_FI_PROF_DRAM_ACTIVE (DRAM_UTIL_RATIO in exporter 4.9+): profiling metrics must be enabled"},
+	"resource.gr_active":          {"ratio", "share of time a kernel context was active on the GPU (GR_ENGINE_ACTIVE)", "DCGM_FI_PROF_GR_ENGINE_ACTIVE (GR_ENGINE_UTIL_RATIO in exporter 4.9+)"},
+	"resource.sm_active":          {"ratio", "share of cycles SMs had work (SM_ACTIVE)", "DCGM_FI_PROF_SM_ACTIVE, off by default in dcgm-exporter: add it to the counters CSV"},
+	"resource.tensor_active":      {"ratio", "share of cycles the tensor pipes were busy (PIPE_TENSOR_ACTIVE)", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE (TENSOR_UTIL_RATIO in exporter 4.9+)"},
+	"resource.gpu_util":           {"ratio", "share of time any kernel ran (GPU_UTIL): says nothing about how busy the GPU is", "DCGM_FI_DEV_GPU_UTIL (a percentage; GPU_UTIL_RATIO in exporter 4.9+)"},
+	"resource.fb_used":            {"ratio", "share of GPU framebuffer memory in use", "DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE, or FB_USED_RATIO"},
+	"resource.peak_bandwidth":     {"bytes/s", "peak HBM bandwidth of the target's GPU model", "the modelName label of DCGM series, matched against llmdoctor's GPU table"},
+	"resource.achieved_bandwidth": {"bytes/s", "memory bandwidth achieved per GPU: DRAM_ACTIVE × peak", "DCGM DRAM_ACTIVE and a known GPU model"},
+	"resource.prefix_queries":     {"tokens", "prefix cache lookups in the window", "vllm:prefix_cache_queries_total"},
 }
 
 var subMeaning = map[string]string{

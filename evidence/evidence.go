@@ -84,6 +84,16 @@ type Resource struct {
 	KVUsage       Series  `expr:"kv_usage"`
 	PrefixHitRate float64 `expr:"prefix_hit_rate"`
 	PrefixQueries float64 `expr:"prefix_queries"`
+	// GPU evidence from DCGM, averaged over the target's GPUs.
+	GPUs              float64 `expr:"gpus"`
+	DRAMActive        Series  `expr:"dram_active"`
+	GRActive          Series  `expr:"gr_active"`
+	SMActive          Series  `expr:"sm_active"`
+	TensorActive      Series  `expr:"tensor_active"`
+	GPUUtil           Series  `expr:"gpu_util"`
+	FBUsed            Series  `expr:"fb_used"`
+	PeakBandwidth     float64 `expr:"peak_bandwidth"`
+	AchievedBandwidth float64 `expr:"achieved_bandwidth"`
 }
 
 // Values holds the four layers.

@@ -384,6 +384,8 @@ func formatValue(path string, x float64) string {
 		return percentText(x)
 	case "tokens":
 		return rules.Tokens(x)
+	case "bytes/s":
+		return rules.BytesPerSecond(x)
 	}
 	return rules.Number(x)
 }

@@ -15,6 +15,7 @@ var templateFuncs = template.FuncMap{
 	"num":    func(a any) string { return Number(num(a)) },
 	"times":  func(a, b any) string { return Number(num(a)/num(b)) + "×" },
 	"tokens": func(a any) string { return Tokens(num(a)) },
+	"bps":    func(a any) string { return BytesPerSecond(num(a)) },
 }
 
 func num(a any) float64 {
@@ -80,4 +81,17 @@ func Tokens(x float64) string {
 		return strconv.FormatFloat(x/1e3, 'f', 1, 64) + "k"
 	}
 	return strconv.FormatFloat(x, 'f', 0, 64)
+}
+
+// BytesPerSecond formats a bandwidth: 864 GB/s, 3.35 TB/s.
+func BytesPerSecond(x float64) string {
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		return "n/a"
+	case x >= 1e12:
+		return strconv.FormatFloat(x/1e12, 'f', 2, 64) + " TB/s"
+	case x >= 1e9:
+		return strconv.FormatFloat(x/1e9, 'f', 0, 64) + " GB/s"
+	}
+	return strconv.FormatFloat(x/1e6, 'f', 0, 64) + " MB/s"
 }

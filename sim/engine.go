@@ -339,6 +339,12 @@ func (e *Engine) run(batch []work) (dt, weightBytes float64) {
 	tMem := bytes / (e.gpu.Bandwidth * tp * bandwidthEfficiency)
 	tCmp := flops / (e.gpu.FLOPS * tp * computeEfficiency)
 	gpu := math.Max(tMem, tCmp)
+	if e.sc.TP > 1 {
+		// Two all-reduces of the step's activations per layer (ring).
+		msg := tokens * float64(m.Hidden) * m.DTypeBytes
+		per := e.gpu.LinkLatency + 2*(tp-1)/tp*msg/e.gpu.LinkBandwidth
+		gpu += 2 * float64(m.Layers) * per
+	}
 	dt = gpu + e.sc.Engine.StepOverhead.Seconds()
 	if decodes > 0 {
 		if slack := dt - weightBytes/(e.gpu.Bandwidth*tp); slack < e.MinDecodeSlack {

@@ -21,15 +21,18 @@ type GPU struct {
 	Bandwidth float64
 	// FLOPS is dense BF16 tensor peak.
 	FLOPS float64
+	// LinkBandwidth (bytes/s) and LinkLatency (s) price one all-reduce between
+	// tensor-parallel GPUs: NVLink on SXM parts, PCIe on the others.
+	LinkBandwidth, LinkLatency float64
 }
 
 // GPUs are the presets.
 var GPUs = map[string]GPU{
-	"A100-80GB": {"A100-80GB", "NVIDIA A100-SXM4-80GB", 80e9, 2.039e12, 312e12},
-	"H100-SXM":  {"H100-SXM", "NVIDIA H100 80GB HBM3", 80e9, 3.35e12, 989e12},
-	"H200":      {"H200", "NVIDIA H200", 141e9, 4.8e12, 989e12},
-	"L40S":      {"L40S", "NVIDIA L40S", 48e9, 864e9, 362e12},
-	"L4":        {"L4", "NVIDIA L4", 24e9, 300e9, 121e12},
+	"A100-80GB": {"A100-80GB", "NVIDIA A100-SXM4-80GB", 80e9, 2.039e12, 312e12, 300e9, 10e-6},
+	"H100-SXM":  {"H100-SXM", "NVIDIA H100 80GB HBM3", 80e9, 3.35e12, 989e12, 450e9, 8e-6},
+	"H200":      {"H200", "NVIDIA H200", 141e9, 4.8e12, 989e12, 450e9, 8e-6},
+	"L40S":      {"L40S", "NVIDIA L40S", 48e9, 864e9, 362e12, 25e9, 30e-6},
+	"L4":        {"L4", "NVIDIA L4", 24e9, 300e9, 121e12, 12e9, 40e-6},
 }
 
 // Model is a transformer's shape, enough for bytes and FLOPs per step.

@@ -99,13 +99,15 @@ func runDemo(sc *sim.Scenario, set *rules.Set, cfg *rules.Config) (*advisor.Diag
 	go hs.Serve(ln)
 	defer hs.Close()
 	url := "http://" + ln.Addr().String() + "/metrics"
-	s := &scrape.Scraper{URLs: []string{url}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes,
+	gpuURL := "http://" + ln.Addr().String() + "/dcgm/metrics"
+	s := &scrape.Scraper{URLs: []string{url, gpuURL}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes,
 		Client: &http.Client{Timeout: 10 * time.Second}}
 	w, err := s.Run(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	d := Diagnose(w, []advisor.Source{{Kind: "scrape", URL: url, OK: true}}, set, cfg, vllm.Options{})
+	d := Diagnose(w, []advisor.Source{{Kind: "scrape", URL: url, OK: true}, {Kind: "dcgm", URL: gpuURL, OK: true}},
+		set, cfg, vllm.Options{})
 	d.Notes = append([]string{fmt.Sprintf("simulated scenario %s: %s", sc.Name, oneLineText(sc.Description))}, d.Notes...)
 	return d, nil
 }

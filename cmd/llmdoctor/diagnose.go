@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
 	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
@@ -23,6 +24,7 @@ import (
 
 type diagnoseOpts struct {
 	vllmURLs         []string
+	dcgmURLs         []string
 	interval         time.Duration
 	duration         time.Duration
 	snapshots        []string
@@ -49,6 +51,7 @@ func newDiagnose() *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringArrayVar(&o.vllmURLs, "vllm", nil, "vLLM server to scrape (host:port or URL of /metrics); repeatable")
+	f.StringArrayVar(&o.dcgmURLs, "dcgm", nil, "dcgm-exporter to scrape alongside --vllm (host:port or URL); repeatable")
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
 	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
@@ -84,6 +87,9 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 	if len(o.vllmURLs) > 0 && len(o.snapshots) > 0 {
 		return usageErr("give either --vllm or --snapshot, not both")
 	}
+	if len(o.dcgmURLs) > 0 && len(o.vllmURLs) == 0 {
+		return usageErr("--dcgm is scraped alongside --vllm; with snapshots, pass the exporter's saved output as another --snapshot")
+	}
 	if o.interval <= 0 || o.duration < 0 {
 		return usageErr("--interval must be positive and --duration not negative")
 	}
@@ -99,9 +105,9 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 			sources = append(sources, advisor.Source{Kind: "snapshot", Path: p, OK: true})
 		}
 	} else {
-		urls := make([]string, len(o.vllmURLs))
-		for i, u := range o.vllmURLs {
-			urls[i] = scrape.MetricsURL(u)
+		var urls []string
+		for _, u := range append(append([]string{}, o.vllmURLs...), o.dcgmURLs...) {
+			urls = append(urls, scrape.MetricsURL(u))
 		}
 		s := &scrape.Scraper{URLs: urls, Interval: o.interval, Duration: o.duration,
 			Client: &http.Client{Timeout: o.timeout}}
@@ -114,8 +120,12 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 		if err != nil {
 			return &exitError{2, err.Error()}
 		}
-		for _, u := range urls {
-			sources = append(sources, advisor.Source{Kind: "scrape", URL: u, OK: true})
+		for i, u := range urls {
+			kind := "scrape"
+			if i >= len(o.vllmURLs) {
+				kind = "dcgm"
+			}
+			sources = append(sources, advisor.Source{Kind: kind, URL: u, OK: true})
 		}
 	}
 
@@ -141,6 +151,7 @@ func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *r
 	evs := vllm.Build(w, opt) // may add notes to the window
 	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{},
 		Notes: append([]string(nil), w.Notes...)}
+	d.Notes = append(d.Notes, dcgm.Attach(w, evs)...)
 	d.Window = advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
 	if !w.Start.IsZero() {
 		s, e := w.Start.UTC(), w.End.UTC()

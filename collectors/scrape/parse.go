@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
 	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
@@ -99,6 +100,9 @@ func fromFamilies(fams []*dto.MetricFamily) *Snapshot {
 			continue // creation times, not data
 		}
 		m, ok := vllm.Known(name)
+		if !ok && dcgm.Known(name) {
+			m, ok = vllm.Metric{Key: name, Kind: vllm.Gauge}, true
+		}
 		if !ok {
 			continue
 		}
