@@ -84,6 +84,9 @@ type Engine struct {
 	MinDecodeSlack float64
 	// Steps counts engine steps.
 	Steps int
+
+	batch []work // reused between steps
+	done  []*request
 }
 
 // New builds an engine for a scenario. keepRecords keeps every finished
@@ -227,7 +230,8 @@ type work struct {
 func (e *Engine) step() bool {
 	ec := e.sc.Engine
 	budget := ec.MaxNumBatchedTokens
-	var batch []work
+	batch := e.batch[:0]
+	defer func() { e.batch = batch[:0] }()
 
 	// Running requests first, in admission order. A decode needs one token,
 	// an unfinished prefill (after a preemption, or chunked) the rest of it.
@@ -357,7 +361,7 @@ func (e *Engine) run(batch []work) (dt, weightBytes float64) {
 
 func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 	bs := e.sc.Engine.BlockSize
-	var done []*request
+	done := e.done[:0]
 	for _, w := range batch {
 		r := w.r
 		r.computed += w.n
@@ -376,7 +380,7 @@ func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 		e.m.token(r, e.now)
 		if r.firstToken < 0 {
 			r.firstToken = e.now
-		} else {
+		} else if e.keepRecords {
 			r.itls = append(r.itls, e.now-r.lastTk)
 		}
 		r.lastTk = e.now
@@ -387,6 +391,7 @@ func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 	for _, r := range done {
 		e.finish(r, "stop")
 	}
+	e.done = done[:0]
 }
 
 func (e *Engine) finish(r *request, reason string) {

@@ -28,6 +28,7 @@ func newDemo() *cobra.Command {
 		scenario, format, color, configPath string
 		outputs, rulesDirs                  []string
 		list                                bool
+		table                               string
 	)
 	c := &cobra.Command{
 		Use:   "demo",
@@ -39,6 +40,9 @@ func newDemo() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if list {
 				return listScenarios(cmd.OutOrStdout())
+			}
+			if table != "" {
+				return writeScenarioTable(table)
 			}
 			outs, err := parseOutputs(format, outputs)
 			if err != nil {
@@ -67,9 +71,23 @@ func newDemo() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&scenario, "scenario", "queue-bound", "scenario name (see --list) or a scenario .yaml file")
 	f.BoolVar(&list, "list", false, "list the built-in scenarios")
+	f.StringVar(&table, "table", "", "diagnose every scenario and write the scenario → verdict table to this file")
+	f.MarkHidden("table")
 	addOutputFlags(f, &format, &outputs, &color)
 	addRuleFlags(f, &configPath, &rulesDirs)
 	return c
+}
+
+func writeScenarioTable(path string) error {
+	set, cfg, err := loadRules("-", nil)
+	if err != nil {
+		return err
+	}
+	rs, err := RunScenarios(set, cfg)
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	return os.WriteFile(path, []byte(ScenarioTable(rs)), 0o644)
 }
 
 func listScenarios(w io.Writer) error {
@@ -100,7 +118,9 @@ func runDemo(sc *sim.Scenario, set *rules.Set, cfg *rules.Config) (*advisor.Diag
 	defer hs.Close()
 	url := "http://" + ln.Addr().String() + "/metrics"
 	gpuURL := "http://" + ln.Addr().String() + "/dcgm/metrics"
-	s := &scrape.Scraper{URLs: []string{url, gpuURL}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes,
+	// In order: the vLLM scrape moves the clock, the GPU scrape then reads the
+	// step that just ran, so every run reads the same numbers.
+	s := &scrape.Scraper{URLs: []string{url, gpuURL}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true,
 		Client: &http.Client{Timeout: 10 * time.Second}}
 	w, err := s.Run(context.Background())
 	if err != nil {

@@ -30,6 +30,8 @@ type Scraper struct {
 	// Scrapes, when positive, stops after that many scrapes following the
 	// first instead of after Duration.
 	Scrapes int
+	// Sequential scrapes the URLs one after another, in order, at each tick.
+	Sequential bool
 	now     func() time.Time
 }
 
@@ -108,7 +110,7 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 		errs := make([]error, len(s.URLs))
 		for i, u := range s.URLs {
 			wg.Add(1)
-			go func() {
+			fetch := func() {
 				defer wg.Done()
 				snap, err := Fetch(ctx, s.Client, u)
 				if err != nil {
@@ -121,7 +123,12 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 					snap.Time = snap.Latest
 				}
 				snaps[i] = append(snaps[i], snap)
-			}()
+			}
+			if s.Sequential {
+				fetch()
+			} else {
+				go fetch()
+			}
 		}
 		wg.Wait()
 		for i, err := range errs {
