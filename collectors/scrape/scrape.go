@@ -32,7 +32,7 @@ type Scraper struct {
 	Scrapes int
 	// Sequential scrapes the URLs one after another, in order, at each tick.
 	Sequential bool
-	now     func() time.Time
+	now        func() time.Time
 }
 
 // Fetch reads one exposition over HTTP.
