@@ -552,6 +552,18 @@ func (e *Engine) CheckBlocks() error {
 	return nil
 }
 
+// inFlightBefore reports whether a request that arrived before t is unfinished.
+func (e *Engine) inFlightBefore(t float64) bool {
+	for _, l := range [][]*request{e.pending, e.waiting, e.running} {
+		for _, r := range l {
+			if r.arrival < t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Counts returns requests arrived (into the engine), in flight and finished.
 func (e *Engine) Counts() (arrived, inFlight, finished int) {
 	return e.nextID, e.pending.Len() + len(e.waiting) + len(e.running), e.m.finishedCount

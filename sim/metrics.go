@@ -64,6 +64,23 @@ type metrics struct {
 	gpuTime, wallTime, bytes, flops             float64
 	lastGPUTime, lastWall, lastBytes, lastFlops float64
 	dram, gr, tensor                            float64
+	// The last 1000 requests' prefix lookups, for the log's hit rate.
+	recent    [1000][2]float64
+	recentIdx int
+}
+
+// recentHitRate is the prefix hit rate over the last 1000 scheduled
+// requests, as vLLM's log reports it.
+func (m *metrics) recentHitRate() float64 {
+	var q, h float64
+	for _, x := range m.recent {
+		q += x[0]
+		h += x[1]
+	}
+	if q == 0 {
+		return 0
+	}
+	return h / q
 }
 
 func newMetrics(e *Engine) *metrics {
@@ -93,6 +110,8 @@ func (m *metrics) hists() []*hist {
 func (m *metrics) scheduled(r *request, now float64) {
 	m.prefixQueries += float64(r.prompt)
 	m.prefixHits += float64(r.cached)
+	m.recent[m.recentIdx%len(m.recent)] = [2]float64{float64(r.prompt), float64(r.cached)}
+	m.recentIdx++
 }
 
 func (m *metrics) promptDone(r *request) { m.promptTokens += float64(r.prompt) }

@@ -151,8 +151,9 @@ func oneLineText(s string) string {
 
 func newSim() *cobra.Command {
 	var (
-		scenario, listen string
-		speed            float64
+		scenario, listen        string
+		speed                   float64
+		benchOut, logOut, omOut string
 	)
 	c := &cobra.Command{
 		Use:   "sim",
@@ -165,6 +166,9 @@ func newSim() *cobra.Command {
 			}
 			if speed <= 0 {
 				return usageErr("--speed must be positive")
+			}
+			if benchOut != "" || logOut != "" || omOut != "" {
+				return runOffline(sc, benchOut, logOut, omOut)
 			}
 			e, err := sim.New(sc, false)
 			if err != nil {
@@ -190,5 +194,49 @@ func newSim() *cobra.Command {
 	c.Flags().StringVar(&scenario, "scenario", "queue-bound", "scenario name or .yaml file")
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8000", "address to serve on")
 	c.Flags().Float64Var(&speed, "speed", 1, "virtual seconds per real second")
+	c.Flags().StringVar(&benchOut, "bench", "", "instead of serving, run the scenario and write its requests as vllm bench serve JSON")
+	c.Flags().StringVar(&logOut, "log", "", "instead of serving, run the scenario and write vLLM's periodic stats log")
+	c.Flags().StringVar(&omOut, "openmetrics", "", "instead of serving, run the scenario and write timestamped OpenMetrics (for promtool tsdb create-blocks-from openmetrics)")
 	return c
+}
+
+// runOffline writes the requested files from one run of the scenario.
+func runOffline(sc *sim.Scenario, benchOut, logOut, omOut string) error {
+	var o sim.Offline
+	var files []*os.File
+	open := func(path string) (*os.File, error) {
+		f, err := os.Create(path)
+		if err == nil {
+			files = append(files, f)
+		}
+		return f, err
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, x := range []struct {
+		path string
+		dst  *io.Writer
+	}{{benchOut, &o.Bench}, {logOut, &o.Log}, {omOut, &o.OpenMetrics}} {
+		if x.path == "" {
+			continue
+		}
+		f, err := open(x.path)
+		if err != nil {
+			return &exitError{2, err.Error()}
+		}
+		*x.dst = f
+	}
+	if err := o.Run(sc); err != nil {
+		return &exitError{2, err.Error()}
+	}
+	for _, f := range files {
+		if err := f.Close(); err != nil {
+			return &exitError{2, err.Error()}
+		}
+	}
+	files = nil
+	return nil
 }

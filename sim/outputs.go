@@ -1,0 +1,260 @@
+package sim
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// Offline runs a scenario in virtual time, warm-up then window, and writes
+// what a real deployment would have produced: a timestamped OpenMetrics file
+// (for promtool tsdb create-blocks-from openmetrics), vLLM's periodic stats
+// log, and the requests of the window as `vllm bench serve` result JSON.
+// Writers left nil are skipped.
+type Offline struct {
+	OpenMetrics io.Writer
+	// Step is the sampling interval of the OpenMetrics file (default 15s).
+	Step time.Duration
+	Log  io.Writer
+	// LogInterval is vLLM's VLLM_LOG_STATS_INTERVAL (default 10s).
+	LogInterval time.Duration
+	Bench       io.Writer
+}
+
+// Run executes the scenario and writes the outputs.
+func (o Offline) Run(sc *Scenario) error {
+	e, err := New(sc, o.Bench != nil)
+	if err != nil {
+		return err
+	}
+	step := o.Step
+	if step <= 0 {
+		step = 15 * time.Second
+	}
+	logEvery := o.LogInterval
+	if logEvery <= 0 {
+		logEvery = 10 * time.Second
+	}
+	warm, end := sc.Warmup.Seconds(), (sc.Warmup + sc.Duration).Seconds()
+	vllmReg, dcgmReg := e.Registries()
+	series := map[string]*dto.MetricFamily{}
+	var order []string
+	var log *bufio.Writer
+	if o.Log != nil {
+		log = bufio.NewWriter(o.Log)
+	}
+	var last logSample
+	// Outputs not asked for are scheduled past the end.
+	nextOM, nextLog := warm, warm
+	if o.OpenMetrics == nil {
+		nextOM = math.Inf(1)
+	}
+	if log == nil {
+		nextLog = math.Inf(1)
+	}
+	e.AdvanceTo(warm)
+	for {
+		t := math.Min(nextOM, nextLog)
+		if t > end+1e-9 {
+			break
+		}
+		e.AdvanceTo(t)
+		if t >= nextOM-1e-9 {
+			for _, g := range []interface {
+				Gather() ([]*dto.MetricFamily, error)
+			}{vllmReg, dcgmReg} {
+				fams, err := g.Gather()
+				if err != nil {
+					return err
+				}
+				ms := Epoch.Add(time.Duration(t * float64(time.Second))).UnixMilli()
+				for _, f := range fams {
+					stamp([]*dto.MetricFamily{f}, ms)
+					acc, ok := series[f.GetName()]
+					if !ok {
+						acc = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type}
+						series[f.GetName()] = acc
+						order = append(order, f.GetName())
+					}
+					acc.Metric = append(acc.Metric, f.Metric...)
+				}
+			}
+			nextOM += step.Seconds()
+		}
+		if t >= nextLog-1e-9 {
+			cur := e.logSample()
+			if t > warm {
+				writeStatsLine(log, t, last, cur, logEvery.Seconds())
+			}
+			last = cur
+			nextLog += logEvery.Seconds()
+		}
+	}
+	if o.OpenMetrics != nil {
+		if err := writeOpenMetrics(o.OpenMetrics, series, order); err != nil {
+			return err
+		}
+	}
+	if log != nil {
+		if err := log.Flush(); err != nil {
+			return err
+		}
+	}
+	e.AdvanceTo(end)
+	if o.Bench != nil {
+		// A benchmark client waits for every request it sent: drain them
+		// (for at most two more virtual hours).
+		for t := end; e.inFlightBefore(end) && t < end+7200; t += 60 {
+			e.AdvanceTo(t)
+		}
+		return writeBench(o.Bench, sc, e, warm, end)
+	}
+	return nil
+}
+
+// writeOpenMetrics writes every family once, each series' samples together
+// and in time order, as OpenMetrics requires.
+func writeOpenMetrics(w io.Writer, fams map[string]*dto.MetricFamily, order []string) error {
+	bw := bufio.NewWriter(w)
+	sort.Strings(order)
+	for _, name := range order {
+		f := fams[name]
+		sort.SliceStable(f.Metric, func(i, j int) bool {
+			a, b := labelKey(f.Metric[i]), labelKey(f.Metric[j])
+			if a != b {
+				return a < b
+			}
+			return f.Metric[i].GetTimestampMs() < f.Metric[j].GetTimestampMs()
+		})
+		if _, err := expfmt.MetricFamilyToOpenMetrics(bw, f); err != nil {
+			return err
+		}
+	}
+	if _, err := expfmt.FinalizeOpenMetrics(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func labelKey(m *dto.Metric) string {
+	var s string
+	for _, l := range m.Label {
+		s += l.GetName() + "=" + l.GetValue() + ","
+	}
+	return s
+}
+
+type logSample struct {
+	prompt, gen, preempt float64
+	running, waiting     int
+	kv, hitRate          float64
+}
+
+func (e *Engine) logSample() logSample {
+	return logSample{prompt: e.m.promptTokens, gen: e.m.genTokens, preempt: e.m.preemptions,
+		running: len(e.running), waiting: len(e.waiting), kv: e.KVUsage(), hitRate: e.m.recentHitRate()}
+}
+
+// writeStatsLine prints vLLM V1's periodic stats line (vllm/v1/metrics/loggers.py).
+func writeStatsLine(w io.Writer, t float64, prev, cur logSample, interval float64) {
+	ts := Epoch.Add(time.Duration(t * float64(time.Second)))
+	fmt.Fprintf(w, "(APIServer pid=4242) INFO %s [loggers.py:127] Engine 000: Avg prompt throughput: %.1f tokens/s, "+
+		"Avg generation throughput: %.1f tokens/s, Running: %d reqs, Waiting: %d reqs, ",
+		ts.Format("01-02 15:04:05"), (cur.prompt-prev.prompt)/interval, (cur.gen-prev.gen)/interval, cur.running, cur.waiting)
+	if p := cur.preempt - prev.preempt; p > 0 {
+		fmt.Fprintf(w, "Preemptions: %d, ", int(p))
+	}
+	fmt.Fprintf(w, "GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%\n", 100*cur.kv, 100*cur.hitRate)
+}
+
+// writeBench writes the window's requests as `vllm bench serve --save-result
+// --save-detailed` JSON: summary statistics in ms, per-request arrays in s.
+func writeBench(w io.Writer, sc *Scenario, e *Engine, warm, end float64) error {
+	var recs []Record
+	for _, r := range e.Records {
+		if r.Arrival >= warm && r.Arrival < end {
+			recs = append(recs, r)
+		}
+	}
+	// The benchmark lasts from its first request to its last answer.
+	dur := end - warm
+	for _, r := range recs {
+		dur = math.Max(dur, r.Arrival+r.E2E-warm)
+	}
+	var inTok, outTok int
+	var ttfts, tpots, itlsFlat []float64
+	inputLens, outputLens := []int{}, []int{}
+	itls, starts := [][]float64{}, []float64{}
+	texts, errs := []string{}, []string{}
+	for _, r := range recs {
+		inTok += r.Prompt
+		outTok += r.Output
+		inputLens = append(inputLens, r.Prompt)
+		outputLens = append(outputLens, r.Output)
+		ttfts = append(ttfts, r.ClientTTFT)
+		gaps := r.ITLs
+		if !r.Streaming {
+			gaps = []float64{}
+		}
+		itls = append(itls, gaps)
+		itlsFlat = append(itlsFlat, gaps...)
+		if r.Output > 1 {
+			tpots = append(tpots, (r.E2E-r.TTFT)/float64(r.Output-1))
+		}
+		starts = append(starts, r.Arrival)
+		texts = append(texts, "")
+		errs = append(errs, "")
+	}
+	out := map[string]any{
+		"date":          Epoch.Add(time.Duration(warm * float64(time.Second))).Format("20060102-150405"),
+		"endpoint_type": "openai-chat", "backend": "openai-chat", "label": nil,
+		"model_id": e.model.Served, "tokenizer_id": e.model.Served, "num_prompts": len(recs),
+		"request_rate": sc.Workload.Rate, "burstiness": sc.Workload.BurstShape, "max_concurrency": nil,
+		"duration": dur, "completed": len(recs), "failed": 0,
+		"total_input_tokens": inTok, "total_output_tokens": outTok,
+		"request_throughput": float64(len(recs)) / dur, "request_goodput": nil,
+		"output_throughput": float64(outTok) / dur, "total_token_throughput": float64(inTok+outTok) / dur,
+		"input_lens": inputLens, "output_lens": outputLens, "ttfts": ttfts, "itls": itls,
+		"start_times": starts, "generated_texts": texts, "errors": errs,
+	}
+	for name, xs := range map[string][]float64{"ttft": ttfts, "tpot": tpots, "itl": itlsFlat} {
+		mean, med, std, p99 := stats(xs)
+		out["mean_"+name+"_ms"], out["median_"+name+"_ms"] = mean*1000, med*1000
+		out["std_"+name+"_ms"], out["p99_"+name+"_ms"] = std*1000, p99*1000
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(out)
+}
+
+// stats returns mean, median, population standard deviation and p99 with
+// numpy's default linear interpolation, as vllm bench serve computes them.
+func stats(xs []float64) (mean, median, std, p99 float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0, 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	for _, x := range s {
+		mean += x
+	}
+	mean /= float64(len(s))
+	for _, x := range s {
+		std += (x - mean) * (x - mean)
+	}
+	std = math.Sqrt(std / float64(len(s)))
+	pct := func(q float64) float64 {
+		pos := q * float64(len(s)-1)
+		lo := int(math.Floor(pos))
+		hi := min(lo+1, len(s)-1)
+		return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+	}
+	return mean, pct(0.5), std, pct(0.99)
+}
