@@ -34,6 +34,8 @@ type Source struct {
 	Path  string `json:"path,omitempty"`
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	// Queries is how many queries a Prometheus source answered.
+	Queries int `json:"queries,omitempty"`
 }
 
 // Window says what time the evidence covers.

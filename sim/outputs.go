@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,11 @@ type Offline struct {
 	// LogInterval is vLLM's VLLM_LOG_STATS_INTERVAL (default 10s).
 	LogInterval time.Duration
 	Bench       io.Writer
+	// Start and End receive /metrics as a scrape would have seen it (vLLM
+	// then DCGM families, no timestamps) at the window's edges.
+	Start, End io.Writer
+	// Epoch is the wall-clock time of virtual time zero (default sim.Epoch).
+	Epoch time.Time
 }
 
 // Run executes the scenario and writes the outputs.
@@ -43,6 +49,11 @@ func (o Offline) Run(sc *Scenario) error {
 		logEvery = 10 * time.Second
 	}
 	warm, end := sc.Warmup.Seconds(), (sc.Warmup + sc.Duration).Seconds()
+	epoch := o.Epoch
+	if epoch.IsZero() {
+		epoch = Epoch
+	}
+	gather := o.OpenMetrics != nil || o.Start != nil || o.End != nil
 	vllmReg, dcgmReg := e.Registries()
 	series := map[string]*dto.MetricFamily{}
 	var order []string
@@ -53,7 +64,7 @@ func (o Offline) Run(sc *Scenario) error {
 	var last logSample
 	// Outputs not asked for are scheduled past the end.
 	nextOM, nextLog := warm, warm
-	if o.OpenMetrics == nil {
+	if !gather {
 		nextOM = math.Inf(1)
 	}
 	if log == nil {
@@ -67,6 +78,7 @@ func (o Offline) Run(sc *Scenario) error {
 		}
 		e.AdvanceTo(t)
 		if t >= nextOM-1e-9 {
+			var text bytes.Buffer
 			for _, g := range []interface {
 				Gather() ([]*dto.MetricFamily, error)
 			}{vllmReg, dcgmReg} {
@@ -74,8 +86,11 @@ func (o Offline) Run(sc *Scenario) error {
 				if err != nil {
 					return err
 				}
-				ms := Epoch.Add(time.Duration(t * float64(time.Second))).UnixMilli()
+				ms := epoch.Add(time.Duration(t * float64(time.Second))).UnixMilli()
 				for _, f := range fams {
+					if _, err := expfmt.MetricFamilyToText(&text, f); err != nil {
+						return err
+					}
 					stamp([]*dto.MetricFamily{f}, ms)
 					acc, ok := series[f.GetName()]
 					if !ok {
@@ -86,12 +101,25 @@ func (o Offline) Run(sc *Scenario) error {
 					acc.Metric = append(acc.Metric, f.Metric...)
 				}
 			}
+			for _, x := range []struct {
+				at float64
+				w  io.Writer
+			}{{warm, o.Start}, {end, o.End}} {
+				if x.w != nil && math.Abs(t-x.at) < 1e-9 {
+					if _, err := x.w.Write(text.Bytes()); err != nil {
+						return err
+					}
+				}
+			}
 			nextOM += step.Seconds()
+			if nextOM > end && nextOM-step.Seconds() < end-1e-9 {
+				nextOM = end // always sample the window's last moment
+			}
 		}
 		if t >= nextLog-1e-9 {
 			cur := e.logSample()
 			if t > warm {
-				writeStatsLine(log, t, last, cur, logEvery.Seconds())
+				writeStatsLine(log, epoch, t, last, cur, logEvery.Seconds())
 			}
 			last = cur
 			nextLog += logEvery.Seconds()
@@ -114,7 +142,7 @@ func (o Offline) Run(sc *Scenario) error {
 		for t := end; e.inFlightBefore(end) && t < end+7200; t += 60 {
 			e.AdvanceTo(t)
 		}
-		return writeBench(o.Bench, sc, e, warm, end)
+		return writeBench(o.Bench, sc, e, epoch, warm, end)
 	}
 	return nil
 }
@@ -163,8 +191,8 @@ func (e *Engine) logSample() logSample {
 }
 
 // writeStatsLine prints vLLM V1's periodic stats line (vllm/v1/metrics/loggers.py).
-func writeStatsLine(w io.Writer, t float64, prev, cur logSample, interval float64) {
-	ts := Epoch.Add(time.Duration(t * float64(time.Second)))
+func writeStatsLine(w io.Writer, epoch time.Time, t float64, prev, cur logSample, interval float64) {
+	ts := epoch.Add(time.Duration(t * float64(time.Second)))
 	fmt.Fprintf(w, "(APIServer pid=4242) INFO %s [loggers.py:127] Engine 000: Avg prompt throughput: %.1f tokens/s, "+
 		"Avg generation throughput: %.1f tokens/s, Running: %d reqs, Waiting: %d reqs, ",
 		ts.Format("01-02 15:04:05"), (cur.prompt-prev.prompt)/interval, (cur.gen-prev.gen)/interval, cur.running, cur.waiting)
@@ -176,7 +204,7 @@ func writeStatsLine(w io.Writer, t float64, prev, cur logSample, interval float6
 
 // writeBench writes the window's requests as `vllm bench serve --save-result
 // --save-detailed` JSON: summary statistics in ms, per-request arrays in s.
-func writeBench(w io.Writer, sc *Scenario, e *Engine, warm, end float64) error {
+func writeBench(w io.Writer, sc *Scenario, e *Engine, epoch time.Time, warm, end float64) error {
 	var recs []Record
 	for _, r := range e.Records {
 		if r.Arrival >= warm && r.Arrival < end {

@@ -23,6 +23,7 @@ import (
 )
 
 type diagnoseOpts struct {
+	prom             promFlags
 	vllmURLs         []string
 	dcgmURLs         []string
 	interval         time.Duration
@@ -50,6 +51,7 @@ func newDiagnose() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
 	}
 	f := c.Flags()
+	o.prom.add(f)
 	f.StringArrayVar(&o.vllmURLs, "vllm", nil, "vLLM server to scrape (host:port or URL of /metrics); repeatable")
 	f.StringArrayVar(&o.dcgmURLs, "dcgm", nil, "dcgm-exporter to scrape alongside --vllm (host:port or URL); repeatable")
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
@@ -81,11 +83,17 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(o.vllmURLs) == 0 && len(o.snapshots) == 0 {
-		return usageErr("nothing to diagnose: give --vllm URL or --snapshot FILE (try --help)")
+	given := 0
+	for _, n := range []int{len(o.vllmURLs), len(o.snapshots), len(o.prom.url)} {
+		if n > 0 {
+			given++
+		}
 	}
-	if len(o.vllmURLs) > 0 && len(o.snapshots) > 0 {
-		return usageErr("give either --vllm or --snapshot, not both")
+	if given == 0 {
+		return usageErr("nothing to diagnose: give --prom URL, --vllm URL or --snapshot FILE (try --help)")
+	}
+	if given > 1 {
+		return usageErr("give one kind of source: --prom, --vllm or --snapshot")
 	}
 	if len(o.dcgmURLs) > 0 && len(o.vllmURLs) == 0 {
 		return usageErr("--dcgm is scraped alongside --vllm; with snapshots, pass the exporter's saved output as another --snapshot")
@@ -96,7 +104,13 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 
 	var w *window.Window
 	var sources []advisor.Source
-	if len(o.snapshots) > 0 {
+	switch {
+	case o.prom.url != "":
+		w, sources, err = o.prom.collect(o.groupBy)
+		if err != nil {
+			return err
+		}
+	case len(o.snapshots) > 0:
 		w, err = scrape.Files(o.snapshots, o.snapshotInterval)
 		if err != nil {
 			return &exitError{2, err.Error()}
@@ -104,7 +118,7 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 		for _, p := range o.snapshots {
 			sources = append(sources, advisor.Source{Kind: "snapshot", Path: p, OK: true})
 		}
-	} else {
+	default:
 		var urls []string
 		for _, u := range append(append([]string{}, o.vllmURLs...), o.dcgmURLs...) {
 			urls = append(urls, scrape.MetricsURL(u))

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
+
+type promFlags struct {
+	url, end, selector             string
+	window, step, timeout          time.Duration
+	tokenFile, user, ca, cert, key string
+	insecure                       bool
+	headers                        []string
+	parallel                       int
+}
+
+func (p *promFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&p.url, "prom", "", "Prometheus-compatible API to query (Prometheus, Thanos, Mimir, VictoriaMetrics)")
+	f.DurationVar(&p.window, "window", 15*time.Minute, "with --prom: how much history to diagnose")
+	f.StringVar(&p.end, "end", "", "with --prom: end of the window, RFC 3339 or Unix seconds (default now)")
+	f.DurationVar(&p.step, "step", 0, "with --prom: resolution of gauges over the window (default window/60, at least 15s)")
+	f.StringVar(&p.selector, "selector", "", `with --prom: label matchers added to every query, e.g. namespace="prod"`)
+	f.StringVar(&p.tokenFile, "prom-token-file", "", "file holding a bearer token (or set LLMDOCTOR_PROM_TOKEN)")
+	f.StringVar(&p.user, "prom-user", "", "basic-auth user; the password comes from LLMDOCTOR_PROM_PASSWORD")
+	f.StringVar(&p.ca, "prom-ca", "", "CA certificate (PEM) to verify the server")
+	f.StringVar(&p.cert, "prom-cert", "", "client certificate (PEM)")
+	f.StringVar(&p.key, "prom-key", "", "client key (PEM)")
+	f.BoolVar(&p.insecure, "prom-insecure", false, "skip TLS verification")
+	f.StringArrayVar(&p.headers, "prom-header", nil, `extra request header "Name: value" (e.g. "X-Scope-OrgID: team-a"); repeatable`)
+	f.DurationVar(&p.timeout, "prom-timeout", 30*time.Second, "timeout of one query")
+	f.IntVar(&p.parallel, "prom-parallel", 8, "queries in flight at once")
+}
+
+// parseEnd reads RFC 3339 or Unix seconds.
+func parseEnd(s string) (time.Time, error) {
+	if s == "" {
+		return time.Now(), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Unix(0, int64(f*1e9)), nil
+	}
+	return time.Time{}, fmt.Errorf("--end %q: want RFC 3339 (2026-11-30T12:00:00Z) or Unix seconds", s)
+}
+
+func (p *promFlags) connection() (prom.Connection, error) {
+	c := prom.Connection{URL: p.url, BasicUser: p.user, CAFile: p.ca, CertFile: p.cert, KeyFile: p.key,
+		Insecure: p.insecure, Timeout: p.timeout, Headers: map[string]string{}}
+	c.BearerToken = strings.TrimSpace(os.Getenv("LLMDOCTOR_PROM_TOKEN"))
+	if p.tokenFile != "" {
+		b, err := os.ReadFile(p.tokenFile)
+		if err != nil {
+			return c, fmt.Errorf("--prom-token-file: %v", err)
+		}
+		c.BearerToken = strings.TrimSpace(string(b))
+	}
+	if p.user != "" {
+		c.BasicPassword = os.Getenv("LLMDOCTOR_PROM_PASSWORD")
+	}
+	for _, h := range p.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return c, fmt.Errorf("--prom-header %q: want \"Name: value\"", h)
+		}
+		c.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return c, nil
+}
+
+func (p *promFlags) collect(groupBy []string) (*window.Window, []advisor.Source, error) {
+	end, err := parseEnd(p.end)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	if p.window <= 0 {
+		return nil, nil, usageErr("--window must be positive")
+	}
+	conn, err := p.connection()
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	c, err := prom.New(conn, prom.Options{Window: p.window, End: end, Step: p.step, Selector: p.selector,
+		GroupBy: groupBy, Parallel: p.parallel})
+	if err != nil {
+		return nil, nil, &exitError{2, err.Error()}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	w, err := c.Collect(ctx)
+	if err != nil {
+		return nil, nil, &exitError{2, err.Error()}
+	}
+	return w, []advisor.Source{{Kind: "prometheus", URL: conn.Redacted(), OK: true, Queries: c.Queries()}}, nil
+}

@@ -1,0 +1,102 @@
+package prom
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+)
+
+// Connection says how to reach the API. Secrets (token, password) come from
+// the environment or files and never appear in errors or output.
+type Connection struct {
+	URL           string
+	BearerToken   string
+	BasicUser     string
+	BasicPassword string
+	// Headers are added to every request (X-Scope-OrgID for Mimir, …).
+	Headers  map[string]string
+	CAFile   string
+	CertFile string
+	KeyFile  string
+	Insecure bool
+	Timeout  time.Duration
+}
+
+// redacted is the URL without user info or query string.
+func (c Connection) Redacted() string {
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return "the --prom URL"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	return u.String()
+}
+
+func (c Connection) roundTripper() (http.RoundTripper, error) {
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("--prom %q is not a URL like http://prometheus:9090", c.Redacted())
+	}
+	if u.User != nil && c.BasicUser == "" {
+		// Credentials in the URL: move them into the header, out of error texts.
+		c.BasicUser = u.User.Username()
+		c.BasicPassword, _ = u.User.Password()
+	}
+	tlsCfg := &tls.Config{InsecureSkipVerify: c.Insecure} //nolint:gosec // the user asked for it
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--prom-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--prom-ca %s holds no PEM certificate", c.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	if c.CertFile != "" || c.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--prom-cert/--prom-key: %v", err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{cert}
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	base := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: timeout}).DialContext,
+		TLSClientConfig:       tlsCfg,
+		ResponseHeaderTimeout: timeout,
+		MaxIdleConnsPerHost:   16,
+	}
+	return &authTransport{base: base, conn: c}, nil
+}
+
+type authTransport struct {
+	base http.RoundTripper
+	conn Connection
+}
+
+func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.URL.User = nil
+	for k, v := range t.conn.Headers {
+		r.Header.Set(k, v)
+	}
+	switch {
+	case t.conn.BearerToken != "":
+		r.Header.Set("Authorization", "Bearer "+t.conn.BearerToken)
+	case t.conn.BasicUser != "":
+		r.SetBasicAuth(t.conn.BasicUser, t.conn.BasicPassword)
+	}
+	return t.base.RoundTrip(r)
+}

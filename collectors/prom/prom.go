@@ -1,0 +1,444 @@
+// Package prom reads vLLM and DCGM metrics from a Prometheus-compatible API
+// (Prometheus, Thanos, Mimir, VictoriaMetrics) into the same window the
+// scrape collector builds, with the aggregation done on the server: the
+// number of queries depends on the metric catalogue, never on how many
+// instances or models there are.
+package prom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
+	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
+
+// Options say what to read.
+type Options struct {
+	Window time.Duration
+	End    time.Time
+	Step   time.Duration
+	// Selector holds label matchers added to every query: namespace="prod".
+	Selector string
+	// GroupBy are the target labels (default model_name); instance and
+	// engine are always kept so that replicas and engines stay apart.
+	GroupBy []string
+	// Parallel bounds the queries in flight (default 8).
+	Parallel int
+}
+
+// Collector queries one Prometheus API.
+type Collector struct {
+	api  v1.API
+	url  string
+	opt  Options
+	sent atomic.Int64
+
+	mu    sync.Mutex
+	notes []string
+}
+
+func (c *Collector) warn(ws v1.Warnings) {
+	if len(ws) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notes = append(c.notes, warnings(ws)...)
+}
+
+// New builds a collector over an HTTP client configured by Connection.
+func New(conn Connection, opt Options) (*Collector, error) {
+	rt, err := conn.roundTripper()
+	if err != nil {
+		return nil, err
+	}
+	c, err := api.NewClient(api.Config{Address: conn.URL, RoundTripper: rt})
+	if err != nil {
+		return nil, fmt.Errorf("--prom %s: %v", conn.Redacted(), err)
+	}
+	if opt.Window <= 0 {
+		opt.Window = 15 * time.Minute
+	}
+	if opt.End.IsZero() {
+		opt.End = time.Now()
+	}
+	if opt.Step <= 0 {
+		opt.Step = opt.Window / 60
+		if opt.Step < 15*time.Second {
+			opt.Step = 15 * time.Second
+		}
+	}
+	if len(opt.GroupBy) == 0 {
+		opt.GroupBy = []string{"model_name"}
+	}
+	if opt.Parallel <= 0 {
+		opt.Parallel = 8
+	}
+	return &Collector{api: v1.NewAPI(c), url: conn.Redacted(), opt: opt}, nil
+}
+
+// Queries is how many queries the collector has sent.
+func (c *Collector) Queries() int { return int(c.sent.Load()) }
+
+func (c *Collector) sel(name string, extra ...string) string {
+	m := append([]string{}, extra...)
+	if s := strings.TrimSpace(c.opt.Selector); s != "" {
+		m = append(m, s)
+	}
+	if len(m) == 0 {
+		return name
+	}
+	return name + "{" + strings.Join(m, ",") + "}"
+}
+
+func (c *Collector) keep(extra ...string) string {
+	set := map[string]bool{"instance": true, "engine": true}
+	for _, g := range c.opt.GroupBy {
+		set[g] = true
+	}
+	for _, e := range extra {
+		set[e] = true
+	}
+	var out []string
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func (c *Collector) rng() string { return model.Duration(c.opt.Window).String() }
+
+// Collect reads the window ending at End.
+func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
+	start, end := c.opt.End.Add(-c.opt.Window), c.opt.End
+	w := window.New()
+	w.Start, w.End = start, end
+	w.From = c.url
+	w.Points = int(c.opt.Window/c.opt.Step) + 1
+
+	names, err := c.discover(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []func(context.Context) error
+	var mu sync.Mutex
+	haveVLLM := false
+	for _, m := range vllm.Catalogue {
+		name, ok := pick(m, names)
+		if !ok {
+			continue
+		}
+		haveVLLM = true
+		extra := map[string][]string{vllm.RequestSuccess: {"finished_reason"}, vllm.WaitingByReason: {"reason"}}[m.Key]
+		keep := c.keep(extra...)
+		switch m.Kind {
+		case vllm.Counter:
+			jobs = append(jobs, func(ctx context.Context) error {
+				v, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (increase(%s[%s]))", keep, c.sel(name), c.rng()))
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, s := range v {
+					w.Counters[name] = append(w.Counters[name], window.Counter{Labels: labels(s.Metric), Increase: float64(s.Value)})
+				}
+				return nil
+			})
+		case vllm.Histogram:
+			jobs = append(jobs, func(ctx context.Context) error {
+				return c.histogram(ctx, w, &mu, name, keep)
+			})
+		case vllm.Gauge:
+			jobs = append(jobs, func(ctx context.Context) error {
+				return c.gauge(ctx, w, &mu, name, fmt.Sprintf("sum by (%s) (%s)", keep, c.sel(name)))
+			})
+		case vllm.Info:
+			jobs = append(jobs, func(ctx context.Context) error {
+				v, err := c.instant(ctx, fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), c.rng()))
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, s := range v {
+					w.Infos[name] = append(w.Infos[name], window.Info{Labels: labels(s.Metric)})
+				}
+				return nil
+			})
+		}
+	}
+	if !haveVLLM {
+		where := ""
+		if c.opt.Selector != "" {
+			where = " matching {" + c.opt.Selector + "}"
+		}
+		return nil, fmt.Errorf("%s has no vLLM metrics%s between %s and %s: check --prom, --selector and --end",
+			c.url, where, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+	}
+	for _, m := range dcgm.Catalogue {
+		for _, name := range m.Names {
+			if !names[name] {
+				continue
+			}
+			q := fmt.Sprintf("avg by (gpu, UUID, uuid, Hostname, hostname, modelName, pod, namespace, instance, GPU_I_ID) (%s)", c.sel(name))
+			jobs = append(jobs, func(ctx context.Context) error { return c.gauge(ctx, w, &mu, name, q) })
+			break
+		}
+	}
+	if err := c.run(ctx, jobs); err != nil {
+		return nil, err
+	}
+	w.Notes = append(w.Notes, dedup(c.notes)...)
+	return w, nil
+}
+
+func dedup(l []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range l {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// discover asks once which metric names exist, instead of assuming a vLLM
+// or exporter version.
+func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[string]bool, error) {
+	match := `{__name__=~"vllm:.+|DCGM_.+"`
+	if s := strings.TrimSpace(c.opt.Selector); s != "" {
+		match += "," + s
+	}
+	match += "}"
+	c.sent.Add(1)
+	vals, warns, _, err := c.api.LabelValues(ctx, "__name__", []string{match}, start, end)
+	if err != nil {
+		return nil, c.explain(err, "listing metric names")
+	}
+	c.warn(warns)
+	out := map[string]bool{}
+	for _, v := range vals {
+		out[string(v)] = true
+	}
+	return out, nil
+}
+
+func pick(m vllm.Metric, names map[string]bool) (string, bool) {
+	for _, n := range m.Names {
+		probe := n
+		if m.Kind == vllm.Histogram {
+			probe = n + "_bucket"
+		}
+		if names[probe] {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+func (c *Collector) histogram(ctx context.Context, w *window.Window, mu *sync.Mutex, name, keep string) error {
+	buckets, err := c.instant(ctx, fmt.Sprintf("sum by (%s, le) (increase(%s[%s]))", keep, c.sel(name+"_bucket"), c.rng()))
+	if err != nil {
+		return err
+	}
+	sums, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (increase(%s[%s]))", keep, c.sel(name+"_sum"), c.rng()))
+	if err != nil {
+		return err
+	}
+	counts, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (increase(%s[%s]))", keep, c.sel(name+"_count"), c.rng()))
+	if err != nil {
+		return err
+	}
+	hs := map[string]*window.Histogram{}
+	get := func(m model.Metric) *window.Histogram {
+		l := labels(m)
+		delete(l, "le")
+		k := l.Key()
+		if hs[k] == nil {
+			hs[k] = &window.Histogram{Labels: l}
+		}
+		return hs[k]
+	}
+	for _, s := range buckets {
+		le, err := parseLE(string(s.Metric["le"]))
+		if err != nil {
+			continue
+		}
+		h := get(s.Metric)
+		h.Buckets = append(h.Buckets, window.Bucket{UpperBound: le, Count: float64(s.Value)})
+	}
+	for _, s := range sums {
+		get(s.Metric).Sum = float64(s.Value)
+	}
+	for _, s := range counts {
+		get(s.Metric).Count = float64(s.Value)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	keys := make([]string, 0, len(hs))
+	for k := range hs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		h := hs[k]
+		sort.Slice(h.Buckets, func(i, j int) bool { return h.Buckets[i].UpperBound < h.Buckets[j].UpperBound })
+		w.Histograms[name] = append(w.Histograms[name], *h)
+	}
+	return nil
+}
+
+func parseLE(s string) (float64, error) {
+	var v model.SampleValue
+	if err := v.UnmarshalJSON([]byte(`"` + s + `"`)); err != nil {
+		return 0, err
+	}
+	return float64(v), nil
+}
+
+// gauge runs a range query and aligns its points to the window's steps.
+func (c *Collector) gauge(ctx context.Context, w *window.Window, mu *sync.Mutex, name, q string) error {
+	c.sent.Add(1)
+	r := v1.Range{Start: w.Start, End: w.End, Step: c.opt.Step}
+	val, warns, _, err := c.api.QueryRange(ctx, q, r)
+	if err != nil {
+		return c.explain(err, q)
+	}
+	mat, ok := val.(model.Matrix)
+	if !ok {
+		return fmt.Errorf("%s: unexpected %s result for a range query", c.url, val.Type())
+	}
+	c.warn(warns)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range mat {
+		pts := make([]float64, w.Points)
+		for i := range pts {
+			pts[i] = math.NaN()
+		}
+		for _, p := range s.Values {
+			i := int(math.Round(float64(p.Timestamp.Time().Sub(w.Start)) / float64(c.opt.Step)))
+			if i >= 0 && i < len(pts) {
+				pts[i] = float64(p.Value)
+			}
+		}
+		w.Gauges[name] = append(w.Gauges[name], window.Gauge{Labels: labels(s.Metric), Points: pts})
+	}
+	return nil
+}
+
+func (c *Collector) instant(ctx context.Context, q string) (model.Vector, error) {
+	c.sent.Add(1)
+	val, warns, _, err := c.api.Query(ctx, q, c.opt.End)
+	if err != nil {
+		return nil, c.explain(err, q)
+	}
+	c.warn(warns)
+	v, ok := val.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("%s: unexpected %s result for an instant query", c.url, val.Type())
+	}
+	return v, nil
+}
+
+func warnings(ws v1.Warnings) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, "Prometheus warned: "+strings.Join(strings.Fields(w), " "))
+	}
+	return out
+}
+
+// run executes jobs with at most Parallel in flight; the first error wins.
+func (c *Collector) run(ctx context.Context, jobs []func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, c.opt.Parallel)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := j(ctx); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// explain turns a client error into one line that says what to do, with no
+// secret in it.
+func (c *Collector) explain(err error, what string) error {
+	var ae *v1.Error
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("%s timed out (%s): raise --timeout or shorten --window", c.url, short(what))
+	case errors.As(err, &ae):
+		msg := strings.Join(strings.Fields(ae.Msg), " ")
+		switch {
+		case strings.Contains(msg, "401"):
+			return fmt.Errorf("%s refused the credentials (401): check LLMDOCTOR_PROM_TOKEN or --prom-user", c.url)
+		case strings.Contains(msg, "403"):
+			return fmt.Errorf("%s forbids this query (403): check the token's permissions or --prom-header X-Scope-OrgID", c.url)
+		case ae.Type == v1.ErrBadData && strings.Contains(msg, "parse error"):
+			return fmt.Errorf("%s could not parse a query, probably --selector: %s", c.url, msg)
+		case strings.Contains(msg, "too many samples") || strings.Contains(msg, "exceeded") || ae.Type == v1.ErrTimeout:
+			return fmt.Errorf("%s rejected a query as too expensive (%s): shorten --window, raise --step or narrow --selector", c.url, msg)
+		case ae.Type == v1.ErrServer:
+			return fmt.Errorf("%s failed (%s): the server or a proxy in front of it is in trouble; try again", c.url, msg)
+		}
+		return fmt.Errorf("%s: %s (%s)", c.url, msg, short(what))
+	case errors.As(err, &ue):
+		reason := ue.Err.Error()
+		if strings.Contains(reason, "connection refused") {
+			reason = "connection refused (is Prometheus running, and the port right?)"
+		}
+		return fmt.Errorf("cannot reach %s: %s", c.url, reason)
+	}
+	return fmt.Errorf("%s: %s", c.url, strings.Join(strings.Fields(err.Error()), " "))
+}
+
+func short(q string) string {
+	if len(q) > 80 {
+		return q[:77] + "..."
+	}
+	return q
+}
+
+func labels(m model.Metric) window.Labels {
+	l := window.Labels{}
+	for k, v := range m {
+		if k == model.MetricNameLabel {
+			continue
+		}
+		l[string(k)] = string(v)
+	}
+	return l
+}

@@ -1,0 +1,99 @@
+// Package promtest runs a real Prometheus server for tests: Debian's
+// prometheus package, on a free loopback port, over a temporary TSDB filled
+// by promtool from OpenMetrics files. Without the binaries the tests skip,
+// except under CI=true, where they fail: CI installs the package.
+package promtest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Need returns the paths of prometheus and promtool, or skips (fails in CI).
+func Need(t testing.TB) (prometheus, promtool string) {
+	t.Helper()
+	p, err1 := exec.LookPath("prometheus")
+	pt, err2 := exec.LookPath("promtool")
+	if err1 != nil || err2 != nil {
+		msg := "prometheus and promtool are not installed (apt-get install prometheus)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + ": CI must install them")
+		}
+		t.Skip(msg)
+	}
+	return p, pt
+}
+
+// Backfill turns an OpenMetrics file into TSDB blocks in dir.
+func Backfill(t testing.TB, openMetrics, dir string) {
+	t.Helper()
+	_, promtool := Need(t)
+	out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", openMetrics, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool: %v\n%s", err, out)
+	}
+}
+
+// Server is a running Prometheus.
+type Server struct {
+	URL string
+	cmd *exec.Cmd
+}
+
+// Start runs Prometheus over the TSDB in dir with the given scrape config
+// (empty for none) and waits until it is ready.
+func Start(t testing.TB, dir, scrapeConfigs string) *Server {
+	t.Helper()
+	bin, _ := Need(t)
+	port := freePort(t)
+	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
+	conf := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1m\n"
+	if scrapeConfigs != "" {
+		conf += "scrape_configs:\n" + scrapeConfigs
+	}
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, _ := os.Create(filepath.Join(t.TempDir(), "prometheus.log"))
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+dir,
+		"--storage.tsdb.retention.time=100y", fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+		"--query.lookback-delta=5m")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.URL + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(logf.Name())
+	t.Fatalf("prometheus did not become ready:\n%s", log)
+	return nil
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
