@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,9 +23,10 @@ import (
 var promScenarios = []string{"queue-bound", "long-prompt", "kv-capacity", "decode-bound", "healthy", "moe-bandwidth"}
 
 type promFixture struct {
-	url  string
-	dir  string
-	ends map[string]time.Time
+	url    string
+	dir    string
+	ends   map[string]time.Time
+	server *promtest.Server
 }
 
 var sharedProm *promFixture
@@ -59,7 +65,12 @@ func backfilledProm(t *testing.T) *promFixture {
 		promtest.Backfill(t, filepath.Join(dir, name+".om"), tsdb)
 		fx.ends[name] = epoch.Add(sc.Warmup + sc.Duration)
 	}
-	fx.url = promtest.Start(t, tsdb, "").URL
+	bin, _ := promtest.Need(t)
+	srv, err := promtest.Launch(bin, tsdb, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.server, fx.url = srv, srv.URL
 	sharedProm = fx
 	return fx
 }
@@ -67,6 +78,7 @@ func backfilledProm(t *testing.T) *promFixture {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if sharedProm != nil {
+		sharedProm.server.Stop()
 		os.RemoveAll(sharedProm.dir)
 	}
 	os.Exit(code)
@@ -157,4 +169,150 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestPromFailuresExit2WithOneLine(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	down := closed.URL
+	closed.Close()
+	fail := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "boom", http.StatusInternalServerError)
+	}))
+	defer fail.Close()
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * time.Second)
+	}))
+	defer slow.Close()
+	for name, url := range map[string]string{"down": down, "500": fail.URL, "timeout": slow.URL} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "diagnose", "--prom", url, "--prom-timeout", "200ms")
+			if code != 2 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.HasPrefix(errOut, "llmdoctor: ") {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+		})
+	}
+}
+
+// Without DCGM series the GPU rule reports a gap and the verdict stands.
+func TestMissingDCGMIsAGapNotAVerdict(t *testing.T) {
+	fx := backfilledProm(t)
+	end := strconv.FormatInt(fx.ends["moe-bandwidth"].Unix(), 10)
+	// DCGM series carry no engine label, so this selector leaves them out.
+	code, out, errOut := runCLI(t, "diagnose", "--format", "json", "--prom", fx.url, "--end", end, "--selector", `engine="0"`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var d struct {
+		Targets []struct {
+			Primary struct{ Bottleneck string }
+			Gaps    []struct {
+				Rule    string
+				Missing []string
+			}
+		}
+	}
+	json.Unmarshal([]byte(out), &d)
+	tg := d.Targets[0]
+	found := false
+	for _, g := range tg.Gaps {
+		if g.Rule == "gpu/bandwidth-bound" && strings.Contains(strings.Join(g.Missing, " "), "resource.dram_active") {
+			found = true
+		}
+	}
+	if !found || tg.Primary.Bottleneck == "memory-bandwidth" {
+		t.Fatalf("verdict %s, gaps %+v", tg.Primary.Bottleneck, tg.Gaps)
+	}
+}
+
+// withInstances copies an OpenMetrics file, giving every series n instance
+// labels: a fleet of n replicas with identical traffic.
+func withInstances(t *testing.T, src, dst string, n int) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	lines := strings.Split(strings.TrimSuffix(string(data), "# EOF\n"), "\n")
+	for _, l := range lines {
+		if l == "" || strings.HasPrefix(l, "#") {
+			if l != "" {
+				b.WriteString(l + "\n")
+			}
+			continue
+		}
+		i := strings.IndexByte(l, '{')
+		for k := 0; k < n; k++ {
+			fmt.Fprintf(&b, "%s{instance=\"10.0.0.%d:8000\",%s\n", l[:i], k, l[i+1:])
+		}
+	}
+	b.WriteString("# EOF\n")
+	// Series of one family must stay together and in time order: sort by
+	// name+labels, keeping time order (lines are stable within a series).
+	os.WriteFile(dst, []byte(sortOpenMetrics(b.String())), 0o644)
+}
+
+// sortOpenMetrics groups each family's samples by series, keeping time order.
+func sortOpenMetrics(s string) string {
+	var out strings.Builder
+	var fam []string
+	flush := func() {
+		sort.SliceStable(fam, func(i, j int) bool {
+			return seriesOf(fam[i]) < seriesOf(fam[j])
+		})
+		for _, l := range fam {
+			out.WriteString(l + "\n")
+		}
+		fam = fam[:0]
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		if strings.HasPrefix(l, "#") {
+			flush()
+			out.WriteString(l + "\n")
+			continue
+		}
+		fam = append(fam, l)
+	}
+	flush()
+	return out.String()
+}
+
+func seriesOf(l string) string {
+	if i := strings.LastIndexByte(l, '}'); i >= 0 {
+		return l[:i]
+	}
+	return l
+}
+
+// The number of queries does not grow with the number of instances, and a
+// fleet of identical replicas is diagnosed like one of them.
+func TestQueryCountIndependentOfInstances(t *testing.T) {
+	promtest.Need(t)
+	sc, _ := sim.Load("queue-bound")
+	sc.Warmup, sc.Duration = time.Minute, 15*time.Minute
+	dir := t.TempDir()
+	om := filepath.Join(dir, "one.om")
+	f, _ := os.Create(om)
+	if err := (sim.Offline{OpenMetrics: f, Step: time.Minute}).Run(sc); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	end := strconv.FormatInt(sim.Epoch.Add(sc.Warmup+sc.Duration).Unix(), 10)
+	queries := map[int]int{}
+	verdict := map[int]string{}
+	for _, n := range []int{1, 20} {
+		src := filepath.Join(dir, fmt.Sprintf("fleet%d.om", n))
+		withInstances(t, om, src, n)
+		tsdb := filepath.Join(dir, fmt.Sprintf("tsdb%d", n))
+		promtest.Backfill(t, src, tsdb)
+		url := promtest.Start(t, tsdb, "").URL
+		d := runJSON(t, "--prom", url, "--end", end, "--step", "1m")
+		queries[n] = d.Sources[0].Queries
+		verdict[n] = d.Targets[0].Primary.Bottleneck
+	}
+	if queries[1] != queries[20] || queries[1] < 10 {
+		t.Fatalf("queries: %v", queries)
+	}
+	if verdict[1] != "queueing" || verdict[20] != "queueing" {
+		t.Fatalf("verdicts %v", verdict)
+	}
 }

@@ -44,56 +44,71 @@ func Backfill(t testing.TB, openMetrics, dir string) {
 type Server struct {
 	URL string
 	cmd *exec.Cmd
+	tmp string
 }
 
 // Start runs Prometheus over the TSDB in dir with the given scrape config
-// (empty for none) and waits until it is ready.
+// (empty for none), waits until it is ready, and stops it when t ends.
 func Start(t testing.TB, dir, scrapeConfigs string) *Server {
 	t.Helper()
 	bin, _ := Need(t)
-	port := freePort(t)
-	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
+	s, err := Launch(bin, dir, scrapeConfigs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Launch runs Prometheus until Stop; for servers shared by several tests.
+func Launch(bin, dir, scrapeConfigs string) (*Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	tmp, err := os.MkdirTemp("", "promtest")
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(tmp, "prometheus.yml")
 	conf := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1m\n"
 	if scrapeConfigs != "" {
 		conf += "scrape_configs:\n" + scrapeConfigs
 	}
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	logf, _ := os.Create(filepath.Join(t.TempDir(), "prometheus.log"))
+	logName := filepath.Join(tmp, "prometheus.log")
+	logf, _ := os.Create(logName)
 	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+dir,
 		"--storage.tsdb.retention.time=100y", fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
 		"--query.lookback-delta=5m")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, tmp: tmp}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(s.URL + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return s, nil
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	log, _ := os.ReadFile(logf.Name())
-	t.Fatalf("prometheus did not become ready:\n%s", log)
-	return nil
+	log, _ := os.ReadFile(logName)
+	s.Stop()
+	return nil, fmt.Errorf("prometheus did not become ready:\n%s", log)
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+// Stop ends the server and removes its scratch files.
+func (s *Server) Stop() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	os.RemoveAll(s.tmp)
 }

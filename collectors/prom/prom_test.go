@@ -1,0 +1,145 @@
+package prom
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeAPI answers like Prometheus's HTTP API; only the failure modes that a
+// real server cannot be made to produce on demand are faked here.
+func fakeAPI(t *testing.T, h func(w http.ResponseWriter, r *http.Request)) string {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(h))
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+const namesOK = `{"status":"success","data":["vllm:num_requests_running"]}`
+
+func collect(t *testing.T, conn Connection) error {
+	t.Helper()
+	conn.Timeout = 300 * time.Millisecond
+	c, err := New(conn, Options{Window: 15 * time.Minute, End: time.Unix(1767226000, 0)})
+	if err != nil {
+		return err
+	}
+	_, err = c.Collect(context.Background())
+	return err
+}
+
+func TestFailuresAreOneClearLine(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	cases := map[string]struct {
+		url  string
+		want string
+	}{
+		"down": {closedURL, "connection refused"},
+		"500": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "upstream exploded", http.StatusInternalServerError)
+		}), "server or a proxy in front of it is in trouble"},
+		"timeout": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(time.Second)
+		}), "timed out"},
+		"401": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+		}), "refused the credentials (401)"},
+		"403": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusForbidden)
+		}), "forbids this query (403)"},
+		"too expensive": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/values") {
+				fmt.Fprint(w, namesOK)
+				return
+			}
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			fmt.Fprint(w, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}`)
+		}), "too expensive"},
+		"empty": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"status":"success","data":[]}`)
+		}), "has no vLLM metrics"},
+		"not prometheus": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, "<html>login</html>")
+		}), "http://127.0.0.1"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := collect(t, Connection{URL: c.url})
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("got %v, want one line containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestWarningsBecomeNotes(t *testing.T) {
+	url := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/values"):
+			fmt.Fprint(w, namesOK)
+		default:
+			fmt.Fprint(w, `{"status":"success","warnings":["partial response: store-gateway 2 down"],"data":{"resultType":"matrix","result":[]}}`)
+		}
+	})
+	c, _ := New(Connection{URL: url}, Options{End: time.Unix(1767226000, 0)})
+	w, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Notes) != 1 || !strings.Contains(w.Notes[0], "store-gateway 2 down") {
+		t.Fatalf("notes %v", w.Notes)
+	}
+}
+
+// Secrets reach the server and never an error message.
+func TestSecretsStayOutOfErrors(t *testing.T) {
+	const token, password = "s3cr3t-t0ken-value", "hunter2-password"
+	var sawBearer, sawBasic, sawTenant atomic.Bool
+	url := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer "+token {
+			sawBearer.Store(true)
+		}
+		if u, p, ok := r.BasicAuth(); ok && u == "ops" && p == password {
+			sawBasic.Store(true)
+		}
+		if r.Header.Get("X-Scope-OrgID") == "team-a" {
+			sawTenant.Store(true)
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, "bad token "+r.Header.Get("Authorization"))
+	})
+	for _, conn := range []Connection{
+		{URL: url, BearerToken: token, Headers: map[string]string{"X-Scope-OrgID": "team-a"}},
+		{URL: strings.Replace(url, "http://", "http://ops:"+password+"@", 1)},
+		{URL: url + "/?x=" + token},
+	} {
+		err := collect(t, conn)
+		if err == nil {
+			t.Fatal("want an error")
+		}
+		for _, secret := range []string{token, password} {
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("error leaks a secret: %v", err)
+			}
+		}
+	}
+	if !sawBearer.Load() || !sawBasic.Load() || !sawTenant.Load() {
+		t.Fatalf("credentials not sent: bearer %v basic %v tenant %v", sawBearer.Load(), sawBasic.Load(), sawTenant.Load())
+	}
+}
+
+func TestBadURLAndTLSFiles(t *testing.T) {
+	if _, err := New(Connection{URL: "prometheus:9090"}, Options{}); err == nil || !strings.Contains(err.Error(), "not a URL") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := New(Connection{URL: "https://p:9090", CAFile: "/nonexistent.pem"}, Options{}); err == nil || !strings.Contains(err.Error(), "--prom-ca") {
+		t.Fatalf("got %v", err)
+	}
+}
