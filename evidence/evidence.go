@@ -45,7 +45,10 @@ type Cond struct {
 	GPUMemoryUtilization float64 `expr:"gpu_memory_utilization"`
 	PrefixCaching        float64 `expr:"prefix_caching"`
 	Engines              float64 `expr:"engines"`
-	WindowSeconds        float64 `expr:"window_seconds"`
+	// WeightBytes is the model's weight size, from a preset by served name
+	// or from the config.
+	WeightBytes   float64 `expr:"weight_bytes"`
+	WindowSeconds float64 `expr:"window_seconds"`
 }
 
 // Stage is the per-stage latency layer.
@@ -58,25 +61,32 @@ type Stage struct {
 	ITL       Dist    `expr:"itl"`
 	TPOT      Dist    `expr:"tpot"`
 	FrontMean float64 `expr:"front_mean"`
+	// DecodeFloor is the fastest possible time per output token: weight
+	// bytes over the target's total peak memory bandwidth.
+	DecodeFloor float64 `expr:"decode_floor"`
 	// ITLStalls counts inter-token gaps over 500 ms: one per stalled stream.
 	ITLStalls float64 `expr:"itl_stalls"`
 }
 
 // Service is what users of the service see.
 type Service struct {
-	E2E             Dist    `expr:"e2e"`
-	Finished        float64 `expr:"finished"`
-	RequestRate     float64 `expr:"request_rate"`
-	Errors          float64 `expr:"errors"`
-	Aborts          float64 `expr:"aborts"`
-	FailedShare     float64 `expr:"failed_share"`
-	LengthShare     float64 `expr:"length_share"`
-	PromptTPS       float64 `expr:"prompt_tps"`
-	GenerationTPS   float64 `expr:"generation_tps"`
-	Preemptions     float64 `expr:"preemptions"`
-	Running         Series  `expr:"running"`
-	Waiting         Series  `expr:"waiting"`
-	IterationTokens Dist    `expr:"iteration_tokens"`
+	E2E           Dist    `expr:"e2e"`
+	Finished      float64 `expr:"finished"`
+	RequestRate   float64 `expr:"request_rate"`
+	Errors        float64 `expr:"errors"`
+	Aborts        float64 `expr:"aborts"`
+	FailedShare   float64 `expr:"failed_share"`
+	LengthShare   float64 `expr:"length_share"`
+	PromptTPS     float64 `expr:"prompt_tps"`
+	GenerationTPS float64 `expr:"generation_tps"`
+	Preemptions   float64 `expr:"preemptions"`
+	// Fleet evidence, when a target has several instances.
+	Instances           float64 `expr:"instances"`
+	TTFTP99OutlierRatio float64 `expr:"ttft_p99_outlier_ratio"`
+	WaitingOutlierRatio float64 `expr:"waiting_outlier_ratio"`
+	Running             Series  `expr:"running"`
+	Waiting             Series  `expr:"waiting"`
+	IterationTokens     Dist    `expr:"iteration_tokens"`
 }
 
 // Resource is the hardware and cache layer.
@@ -85,13 +95,16 @@ type Resource struct {
 	PrefixHitRate float64 `expr:"prefix_hit_rate"`
 	PrefixQueries float64 `expr:"prefix_queries"`
 	// GPU evidence from DCGM, averaged over the target's GPUs.
-	GPUs              float64 `expr:"gpus"`
-	DRAMActive        Series  `expr:"dram_active"`
-	GRActive          Series  `expr:"gr_active"`
-	SMActive          Series  `expr:"sm_active"`
-	TensorActive      Series  `expr:"tensor_active"`
-	GPUUtil           Series  `expr:"gpu_util"`
-	FBUsed            Series  `expr:"fb_used"`
+	GPUs         float64 `expr:"gpus"`
+	DRAMActive   Series  `expr:"dram_active"`
+	GRActive     Series  `expr:"gr_active"`
+	SMActive     Series  `expr:"sm_active"`
+	TensorActive Series  `expr:"tensor_active"`
+	GPUUtil      Series  `expr:"gpu_util"`
+	FBUsed       Series  `expr:"fb_used"`
+	// GPUProfiling is 1 when DCGM exports profiling (DCP) metrics, 0 when
+	// only device metrics such as GPU_UTIL are there.
+	GPUProfiling      float64 `expr:"gpu_profiling"`
 	PeakBandwidth     float64 `expr:"peak_bandwidth"`
 	AchievedBandwidth float64 `expr:"achieved_bandwidth"`
 }
@@ -129,11 +142,19 @@ type Evidence struct {
 	Sources map[string]Source
 	// Members are per-engine or per-instance breakdowns of the same target.
 	Members []*Evidence
+	// Text holds names messages may cite (TextFields documents the keys).
+	Text map[string]string
+}
+
+// TextFields are the names evidence may carry besides numbers.
+var TextFields = map[string]string{
+	"service.ttft_p99_outlier": "the instance whose TTFT p99 is furthest above its peers'",
+	"service.waiting_outlier":  "the instance whose waiting queue is furthest above its peers'",
 }
 
 // New returns evidence with every value missing.
 func New(t Target) *Evidence {
-	e := &Evidence{Target: t, Sources: map[string]Source{}}
+	e := &Evidence{Target: t, Sources: map[string]Source{}, Text: map[string]string{}}
 	fillNaN(reflect.ValueOf(&e.Values).Elem())
 	return e
 }

@@ -2,6 +2,8 @@ package rules
 
 import (
 	"fmt"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,13 +21,20 @@ func Doc(r *Rule) string {
 		fmt.Fprintf(&b, "| explains | %s |\n", "`"+strings.Join(r.Explains, "`, `")+"`")
 	}
 	b.WriteString("\n## Why\n\n" + strings.TrimSpace(r.Why) + "\n")
+	if r.Applies != "" {
+		b.WriteString("\n## Applies when\n\n```\n" + strings.TrimSpace(r.Applies) + "\n```\n\nElsewhere the rule is quiet: it has nothing to judge.\n")
+	}
 	b.WriteString("\n## Fires when\n\n```\n" + strings.TrimSpace(r.When) + "\n```\n")
 	if r.Impact != "" {
 		b.WriteString("\nShare of latency it accounts for: `" + strings.TrimSpace(r.Impact) + "`.\n")
 	}
 	b.WriteString("\n## Evidence it reads\n\n| field | unit | meaning | how to get it |\n|---|---|---|---|\n")
-	for _, f := range r.reads {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Path, f.Unit, f.Meaning, f.How)
+	seen := map[string]bool{}
+	for _, f := range append(append([]evidence.Field{}, r.appliesReads...), r.reads...) {
+		if !seen[f.Path] {
+			seen[f.Path] = true
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Path, f.Unit, f.Meaning, f.How)
+		}
 	}
 	if len(r.verdictReads) > 0 {
 		fmt.Fprintf(&b, "| `verdict.%s` | count | the other rules' findings on this target | always present once they ran |\n",

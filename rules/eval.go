@@ -118,32 +118,22 @@ func verdict(rs []Result) Verdict {
 
 func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) Result {
 	res := Result{Rule: r, Severity: cfg.severity(r)}
-	minSamples := cfg.minSamples()
-	checked := map[string]bool{}
-	for _, f := range r.reads {
-		x := e.Values.Get(f)
-		if !evidence.Present(x) {
-			// Name the distribution or gauge once, not each of its fields.
-			if node := evidence.Node(f.Path); !checked[node] {
-				checked[node] = true
-				res.Missing = append(res.Missing, Missing{Path: node, Why: "missing", How: f.How})
-			}
-			continue
+	env.Params = cfg.params(r)
+	if r.applies != nil {
+		if res.Missing = missing(r.appliesReads, e, cfg.minSamples()); len(res.Missing) > 0 {
+			res.Outcome = Insufficient
+			return res
 		}
-		if f.Dist != "" && f.Path != f.Dist+".count" && !checked[f.Dist] {
-			checked[f.Dist] = true
-			cf, _ := evidence.Lookup(f.Dist + ".count")
-			if n := e.Values.Get(cf); !evidence.Present(n) || n < minSamples {
-				res.Missing = append(res.Missing, Missing{Path: f.Dist,
-					Why: fmt.Sprintf("only %s samples in the window (need %s)", Number(n), Number(minSamples)), How: f.How})
-			}
+		if ok, err := machine.Run(r.applies, env); err == nil && ok == false {
+			res.Outcome = Quiet
+			return res
 		}
 	}
+	res.Missing = missing(r.reads, e, cfg.minSamples())
 	if len(res.Missing) > 0 {
 		res.Outcome = Insufficient
 		return res
 	}
-	env.Params = cfg.params(r)
 	out, err := machine.Run(r.when, env)
 	if err != nil {
 		res.Outcome = Insufficient
@@ -169,7 +159,7 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 			}
 		}
 	}
-	msg, err := r.render(&e.Values, env.Params, env.Verdict)
+	msg, err := r.render(&e.Values, e.Text, env.Params, env.Verdict)
 	if err != nil {
 		msg = r.Title
 	}
@@ -177,13 +167,58 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 	return res
 }
 
+// missing lists the fields that are absent, or distributions too thin to judge.
+func missing(reads []evidence.Field, e *evidence.Evidence, minSamples float64) []Missing {
+	var out []Missing
+	checked := map[string]bool{}
+	for _, f := range reads {
+		x := e.Values.Get(f)
+		if !evidence.Present(x) {
+			// Name the distribution or gauge once, not each of its fields.
+			if node := evidence.Node(f.Path); !checked[node] {
+				checked[node] = true
+				out = append(out, Missing{Path: node, Why: "missing", How: f.How})
+			}
+			continue
+		}
+		if f.Dist != "" && f.Path != f.Dist+".count" && !checked[f.Dist] {
+			checked[f.Dist] = true
+			cf, _ := evidence.Lookup(f.Dist + ".count")
+			if n := e.Values.Get(cf); !evidence.Present(n) || n < minSamples {
+				out = append(out, Missing{Path: f.Dist,
+					Why: fmt.Sprintf("only %s samples in the window (need %s)", Number(n), Number(minSamples)), How: f.How})
+			}
+		}
+	}
+	return out
+}
+
 // Config holds per-rule overrides and suppressions (llmdoctor.yaml).
 type Config struct {
-	MinSamples float64                 `yaml:"min_samples"`
-	Rules      map[string]RuleOverride `yaml:"rules"`
-	Suppress   []Suppression           `yaml:"suppress"`
+	MinSamples float64 `yaml:"min_samples"`
+	// Models gives facts about served models that metrics do not carry.
+	Models   map[string]ModelConfig  `yaml:"models"`
+	Rules    map[string]RuleOverride `yaml:"rules"`
+	Suppress []Suppression           `yaml:"suppress"`
 	// Now is the time suppressions expire against (zero: time.Now()).
 	Now time.Time `yaml:"-"`
+}
+
+// ModelConfig describes one served model.
+type ModelConfig struct {
+	// WeightBytes is the size of the weights as loaded (after quantization).
+	WeightBytes float64 `yaml:"weight_bytes"`
+}
+
+// WeightBytes returns the configured model sizes by served name.
+func (c *Config) WeightBytes() map[string]float64 {
+	out := map[string]float64{}
+	for name, m := range c.Models {
+		if m.WeightBytes > 0 {
+			out[name] = m.WeightBytes
+		}
+	}
+	return out
 }
 
 // RuleOverride changes one rule.

@@ -153,6 +153,21 @@ func Parse(file string, data []byte) (*Rule, error) {
 		}
 	}
 
+	if spec.Applies != "" {
+		r.applies, err = compile(spec.Applies, expr.AsBool())
+		if err != nil {
+			return nil, fail("applies", "applies: %s", oneLine(err))
+		}
+		ar := map[string]bool{}
+		if err := r.walk(r.applies.Node(), ar); err != nil {
+			return nil, fail("applies", "applies: %v", err)
+		}
+		for p := range ar {
+			f, _ := evidence.Lookup(p)
+			r.appliesReads = append(r.appliesReads, f)
+		}
+		sort.Slice(r.appliesReads, func(i, j int) bool { return r.appliesReads[i].Path < r.appliesReads[j].Path })
+	}
 	reads := map[string]bool{}
 	r.when, err = compile(spec.When, expr.AsBool())
 	if err != nil {
@@ -334,6 +349,10 @@ func (r *Rule) templateReads(reads map[string]bool) error {
 				if len(chain) != 2 || !hasKey(r.Params, chain[1]) {
 					return fmt.Errorf(".%s is not a declared param", strings.Join(chain, "."))
 				}
+			case chain[0] == "text":
+				if len(chain) != 1 {
+					return fmt.Errorf(".text is read as (index .text \"NAME\")")
+				}
 			case chain[0] == "verdict":
 				if len(chain) != 2 || !verdictField(chain[1]) || !r.usesVerdict {
 					return fmt.Errorf(".%s: the message may read verdict fields the condition reads", strings.Join(chain, "."))
@@ -361,13 +380,27 @@ func (r *Rule) tryTemplate() error {
 	for _, f := range r.reads {
 		v.Set(f, 1)
 	}
-	_, err := r.render(&v, r.Params, Verdict{})
+	text := map[string]string{}
+	for k := range evidence.TextFields {
+		text[k] = "?"
+	}
+	_, err := r.render(&v, text, r.Params, Verdict{})
 	return err
 }
 
-func (r *Rule) render(v *evidence.Values, params map[string]float64, vd Verdict) (string, error) {
+func (r *Rule) render(v *evidence.Values, text map[string]string, params map[string]float64, vd Verdict) (string, error) {
 	// The template reads only fields in r.reads (checked at load).
 	data := v.TreeOf(r.reads)
+	t := map[string]string{}
+	for k := range evidence.TextFields {
+		t[k] = "an unnamed instance"
+	}
+	for k, x := range text {
+		if x != "" {
+			t[k] = x
+		}
+	}
+	data["text"] = t
 	pm := map[string]any{}
 	for k, x := range params {
 		pm[k] = x

@@ -62,7 +62,7 @@ func CostRank(c string) int {
 
 // Bottlenecks is the vocabulary a rule may name.
 var Bottlenecks = []string{"queueing", "prefill", "decode", "kv-capacity", "memory-bandwidth", "compute",
-	"prefill-interference", "prefix-cache", "cpu-overhead", "client", "measurement", "errors", "none"}
+	"prefill-interference", "prefix-cache", "cpu-overhead", "client", "measurement", "errors", "imbalance", "none"}
 
 // Layers of the evidence model.
 var Layers = []string{"cond", "stage", "service", "resource"}
@@ -83,12 +83,15 @@ type Spec struct {
 	Explains   []string           `yaml:"explains"`
 	Params     map[string]float64 `yaml:"params"`
 	Thresholds map[string]string  `yaml:"thresholds"`
-	When       string             `yaml:"when"`
-	Impact     string             `yaml:"impact"`
-	Says       string             `yaml:"says"`
-	Next       []Step             `yaml:"next"`
-	Why        string             `yaml:"why"`
-	Docs       string             `yaml:"docs"`
+	// Applies, when set, is checked first: where it is false the rule does
+	// not apply (a fleet rule on one server) and the outcome is quiet.
+	Applies string `yaml:"applies"`
+	When    string `yaml:"when"`
+	Impact  string `yaml:"impact"`
+	Says    string `yaml:"says"`
+	Next    []Step `yaml:"next"`
+	Why     string `yaml:"why"`
+	Docs    string `yaml:"docs"`
 }
 
 // Rule is a compiled rule.
@@ -98,8 +101,9 @@ type Rule struct {
 	File string
 	Line int
 
-	when, impact *vm.Program
-	says         *template.Template
+	when, impact, applies *vm.Program
+	appliesReads          []evidence.Field
+	says                  *template.Template
 	// reads are the evidence fields the condition, impact and message read.
 	reads []evidence.Field
 	// usesVerdict: the rule reads other rules' results and runs after them.

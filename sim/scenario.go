@@ -20,8 +20,11 @@ type Scenario struct {
 	Description string `yaml:"description"`
 	// Expect is the primary bottleneck a diagnosis should find; Also lists
 	// other acceptable ones (decode-bound may read as memory-bandwidth).
-	Expect   string        `yaml:"expect"`
-	Also     []string      `yaml:"also"`
+	Expect string   `yaml:"expect"`
+	Also   []string `yaml:"also"`
+	// Gaps are rules expected to lack evidence even here (the model's weight
+	// size is unknown for a MoE, say).
+	Gaps     []string      `yaml:"gaps"`
 	Model    string        `yaml:"model"`
 	GPU      string        `yaml:"gpu"`
 	TP       int           `yaml:"tp"`

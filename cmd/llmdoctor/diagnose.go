@@ -162,6 +162,9 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 
 // Diagnose runs the path from a window to a diagnosis.
 func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options) *advisor.Diagnosis {
+	if opt.WeightBytes == nil {
+		opt.WeightBytes = cfg.WeightBytes()
+	}
 	evs := vllm.Build(w, opt) // may add notes to the window
 	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{},
 		Notes: append([]string(nil), w.Notes...)}

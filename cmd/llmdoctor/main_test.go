@@ -281,3 +281,20 @@ func TestExamplesAreFresh(t *testing.T) {
 		}
 	}
 }
+
+// A model size from the config gives the decode floor for a model the
+// presets do not know.
+func TestConfigModelWeightBytes(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "llmdoctor.yaml")
+	os.WriteFile(cfg, []byte("models:\n  Qwen/Qwen3-30B-A3B: {weight_bytes: 61e9}\n"), 0o644)
+	code, out, errOut := runCLI(t, "demo", "--scenario", "moe-bandwidth", "--format", "json", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, `"rule": "gpu/decode-floor"`) && strings.Contains(out, `"missing": [`+"\n"+`            "stage.decode_floor"`) {
+		t.Fatal("decode floor still missing with a configured model size")
+	}
+	if !strings.Contains(out, `"decode_floor"`) || !strings.Contains(out, `"weight_bytes": 61000000000`) {
+		t.Fatalf("no decode floor in the evidence:\n%s", out[:min(len(out), 2000)])
+	}
+}

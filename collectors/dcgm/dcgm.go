@@ -210,12 +210,21 @@ func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidenc
 		}
 	}
 	if n > 0 {
+		r.GPUProfiling = 0
+		if evidence.Present(r.DRAMActive.Mean) || evidence.Present(r.GRActive.Mean) || evidence.Present(r.TensorActive.Mean) {
+			r.GPUProfiling = 1
+		}
+		e.Cite("resource.gpu_profiling", evidence.Source{Metric: "derived", From: w.From, Note: "whether DCGM_FI_PROF_* series exist"})
 		r.GPUs = float64(n)
 		e.Cite("resource.gpus", evidence.Source{Metric: "derived", From: w.From, Note: "distinct GPUs in DCGM series"})
 	}
 	if evidence.Present(peak) {
 		r.PeakBandwidth = peak
 		e.Cite("resource.peak_bandwidth", evidence.Source{Metric: "derived", Note: "GPU model (modelName label) → peak HBM bandwidth table"})
+		if wb := e.Values.Cond.WeightBytes; evidence.Present(wb) && n > 0 {
+			e.Values.Stage.DecodeFloor = wb / (peak * float64(n))
+			e.Cite("stage.decode_floor", evidence.Source{Metric: "derived", Note: "weight bytes ÷ (peak bandwidth × GPUs)"})
+		}
 		if evidence.Present(r.DRAMActive.Mean) {
 			r.AchievedBandwidth = r.DRAMActive.Mean * peak
 			e.Cite("resource.achieved_bandwidth", evidence.Source{Metric: "derived", Note: "DRAM_ACTIVE × peak bandwidth"})

@@ -15,6 +15,8 @@ import (
 type Options struct {
 	// GroupBy are the labels that make a target; default model_name.
 	GroupBy []string
+	// WeightBytes gives model sizes by served name, over the presets.
+	WeightBytes map[string]float64
 }
 
 // Member labels: a target keeps one breakdown per distinct value of these.
@@ -36,7 +38,7 @@ func Build(w *window.Window, opt Options) []*evidence.Evidence {
 				strings.Join(group, ", ")))
 			continue
 		}
-		e := buildOne(w, sel)
+		e := buildOne(w, sel, opt)
 		for _, ml := range memberLabels {
 			if contains(group, ml) {
 				continue
@@ -48,13 +50,68 @@ func Build(w *window.Window, opt Options) []*evidence.Evidence {
 			for _, v := range vals {
 				sub := copyLabels(sel)
 				sub[ml] = v
-				m := buildOne(w, sub)
+				m := buildOne(w, sub, opt)
 				e.Members = append(e.Members, m)
 			}
 		}
+		fleet(e)
 		out = append(out, e)
 	}
 	return out
+}
+
+// fleet compares each instance with the median of the others: one replica
+// far above its peers is load imbalance or a sick instance.
+func fleet(e *evidence.Evidence) {
+	var inst []*evidence.Evidence
+	for _, m := range e.Members {
+		if m.Target.Instance != "" && m.Target.Engine == "" {
+			inst = append(inst, m)
+		}
+	}
+	v := &e.Values.Service
+	v.Instances = float64(max(1, len(inst)))
+	e.Cite("service.instances", evidence.Source{Metric: "derived", Note: "instance label values (one server when there are none)"})
+	if len(inst) < 2 {
+		return
+	}
+	outlier := func(get func(*evidence.Evidence) float64, smooth float64) (float64, string) {
+		best, name := math.NaN(), ""
+		for i, m := range inst {
+			x := get(m)
+			var others []float64
+			for j, o := range inst {
+				if y := get(o); j != i && evidence.Present(y) {
+					others = append(others, y)
+				}
+			}
+			if !evidence.Present(x) || len(others) == 0 {
+				continue
+			}
+			sort.Float64s(others)
+			med := others[len(others)/2]
+			if len(others)%2 == 0 {
+				med = (others[len(others)/2-1] + others[len(others)/2]) / 2
+			}
+			if med+smooth <= 0 {
+				continue
+			}
+			if r := (x + smooth) / (med + smooth); !(r <= best) {
+				best, name = r, m.Target.Instance
+			}
+		}
+		return best, name
+	}
+	if r, n := outlier(func(m *evidence.Evidence) float64 { return m.Values.Stage.TTFT.P99 }, 0); evidence.Present(r) {
+		v.TTFTP99OutlierRatio = r
+		e.Text["service.ttft_p99_outlier"] = n
+		e.Cite("service.ttft_p99_outlier_ratio", evidence.Source{Metric: "derived", Note: "per-instance TTFT p99 against the median of the others"})
+	}
+	if r, n := outlier(func(m *evidence.Evidence) float64 { return m.Values.Service.Waiting.Mean }, 1); evidence.Present(r) {
+		v.WaitingOutlierRatio = r
+		e.Text["service.waiting_outlier"] = n
+		e.Cite("service.waiting_outlier_ratio", evidence.Source{Metric: "derived", Note: "per-instance mean waiting against the median of the others"})
+	}
 }
 
 // targets lists the distinct group label values across catalogue series.
@@ -166,7 +223,7 @@ type builder struct {
 	v   *evidence.Values
 }
 
-func buildOne(w *window.Window, sel window.Labels) *evidence.Evidence {
+func buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Evidence {
 	t := evidence.Target{Model: sel["model_name"], Instance: sel["instance"], Engine: sel["engine"]}
 	if t.Model == "" && t.Instance == "" {
 		// Grouped by something else: name the target by its labels.
@@ -182,6 +239,13 @@ func buildOne(w *window.Window, sel window.Labels) *evidence.Evidence {
 	v.Cond.OutputTokens = b.dist(GenerationLen, "cond.output_tokens")
 	v.Cond.MaxTokens = b.dist(MaxTokens, "cond.max_tokens")
 	v.Cond.WindowSeconds = secs
+	if wb, ok := opt.WeightBytes[t.Model]; ok && wb > 0 {
+		v.Cond.WeightBytes = wb
+		b.e.Cite("cond.weight_bytes", evidence.Source{Metric: "config", Note: "models." + t.Model + ".weight_bytes"})
+	} else if wb := WeightBytes(t.Model); evidence.Present(wb) {
+		v.Cond.WeightBytes = wb
+		b.e.Cite("cond.weight_bytes", evidence.Source{Metric: "derived", Note: "weight-size preset for the served model name"})
+	}
 	if !math.IsNaN(secs) {
 		b.e.Cite("cond.window_seconds", evidence.Source{Metric: "derived", From: w.From, Note: "window end − start"})
 	}

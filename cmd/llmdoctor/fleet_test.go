@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/scrape"
+	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/sim"
+)
+
+// serveScenario starts a step-mode simulator on a loopback port.
+func serveScenario(t *testing.T, name string, seed int64) string {
+	t.Helper()
+	sc, err := sim.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Seed = seed
+	e, err := sim.New(sc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.AdvanceTo(sc.Warmup.Seconds())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: sim.NewServer(e, sc.Duration/demoScrapes, 0).Handler()}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return "http://" + ln.Addr().String() + "/metrics"
+}
+
+// Three healthy replicas and one that queues: the fleet rule names it.
+func TestFleetOutlierNamesTheInstance(t *testing.T) {
+	urls := []string{serveScenario(t, "healthy", 1), serveScenario(t, "healthy", 2),
+		serveScenario(t, "queue-bound", 3), serveScenario(t, "healthy", 4)}
+	s := &scrape.Scraper{URLs: urls, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true}
+	w, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, cfg, _ := loadRules("-", nil)
+	d := Diagnose(w, []advisor.Source{{Kind: "scrape", OK: true}}, set, cfg, vllm.Options{})
+	if len(d.Targets) != 1 {
+		t.Fatalf("%d targets", len(d.Targets))
+	}
+	tg := d.Targets[0]
+	sick := strings.TrimSuffix(strings.TrimPrefix(urls[2], "http://"), "/metrics")
+	var msg string
+	for _, f := range tg.Findings {
+		if f.Rule == "fleet/outlier" {
+			msg = f.Message
+		}
+	}
+	if !strings.Contains(msg, sick) || !strings.Contains(msg, "Of 4 instances") {
+		t.Fatalf("fleet finding %q does not name %s; findings %+v", msg, sick, tg.Findings)
+	}
+	if len(tg.Members) != 4 {
+		t.Fatalf("%d members", len(tg.Members))
+	}
+}
