@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -8,12 +9,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/internal/promtest"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
@@ -225,62 +226,42 @@ func TestMissingDCGMIsAGapNotAVerdict(t *testing.T) {
 }
 
 // withInstances copies an OpenMetrics file, giving every series n instance
-// labels: a fleet of n replicas with identical traffic.
-func withInstances(t *testing.T, src, dst string, n int) {
+// labels: a fleet of n replicas with identical traffic. Within each family the
+// instances come one after another, so every series stays contiguous and in
+// time order, as OpenMetrics requires; the copy is streamed.
+func withInstances(t testing.TB, src, dst string, n int) {
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	lines := strings.Split(strings.TrimSuffix(string(data), "# EOF\n"), "\n")
-	for _, l := range lines {
-		if l == "" || strings.HasPrefix(l, "#") {
-			if l != "" {
-				b.WriteString(l + "\n")
-			}
-			continue
-		}
-		i := strings.IndexByte(l, '{')
-		for k := 0; k < n; k++ {
-			fmt.Fprintf(&b, "%s{instance=\"10.0.0.%d:8000\",%s\n", l[:i], k, l[i+1:])
-		}
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
 	}
-	b.WriteString("# EOF\n")
-	// Series of one family must stay together and in time order: sort by
-	// name+labels, keeping time order (lines are stable within a series).
-	os.WriteFile(dst, []byte(sortOpenMetrics(b.String())), 0o644)
-}
-
-// sortOpenMetrics groups each family's samples by series, keeping time order.
-func sortOpenMetrics(s string) string {
-	var out strings.Builder
-	var fam []string
+	defer out.Close()
+	w := bufio.NewWriterSize(out, 1<<20)
+	defer w.Flush()
+	var block []string
 	flush := func() {
-		sort.SliceStable(fam, func(i, j int) bool {
-			return seriesOf(fam[i]) < seriesOf(fam[j])
-		})
-		for _, l := range fam {
-			out.WriteString(l + "\n")
+		for k := 0; k < n; k++ {
+			for _, l := range block {
+				i := strings.IndexByte(l, '{')
+				fmt.Fprintf(w, "%s{instance=\"10.0.%d.%d:8000\",%s\n", l[:i], k/250, k%250, l[i+1:])
+			}
 		}
-		fam = fam[:0]
+		block = block[:0]
 	}
-	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
-		if strings.HasPrefix(l, "#") {
+	for _, l := range strings.Split(string(data), "\n") {
+		switch {
+		case l == "":
+		case strings.HasPrefix(l, "#"):
 			flush()
-			out.WriteString(l + "\n")
-			continue
+			w.WriteString(l + "\n")
+		default:
+			block = append(block, l)
 		}
-		fam = append(fam, l)
 	}
 	flush()
-	return out.String()
-}
-
-func seriesOf(l string) string {
-	if i := strings.LastIndexByte(l, '}'); i >= 0 {
-		return l[:i]
-	}
-	return l
 }
 
 // The number of queries does not grow with the number of instances, and a
@@ -314,5 +295,49 @@ func TestQueryCountIndependentOfInstances(t *testing.T) {
 	}
 	if verdict[1] != "queueing" || verdict[20] != "queueing" {
 		t.Fatalf("verdicts %v", verdict)
+	}
+}
+
+// BenchmarkPromFleet diagnoses a real Prometheus holding 1, 100 and 1000
+// identical vLLM instances (15-minute window, 1-minute samples): queries
+// issued and wall time per diagnosis.
+func BenchmarkPromFleet(b *testing.B) {
+	promtest.Need(b)
+	sc, _ := sim.Load("queue-bound")
+	sc.Warmup, sc.Duration = time.Minute, 15*time.Minute
+	dir := b.TempDir()
+	om := filepath.Join(dir, "one.om")
+	f, _ := os.Create(om)
+	if err := (sim.Offline{OpenMetrics: f, Step: time.Minute}).Run(sc); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	end := strconv.FormatInt(sim.Epoch.Add(sc.Warmup+sc.Duration).Unix(), 10)
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
+			src := filepath.Join(dir, fmt.Sprintf("fleet%d.om", n))
+			withInstances(b, om, src, n)
+			tsdb := filepath.Join(dir, fmt.Sprintf("tsdb%d", n))
+			promtest.Backfill(b, src, tsdb)
+			os.Remove(src)
+			url := promtest.Start(b, tsdb, "").URL
+			set, cfg, _ := loadRules("-", nil)
+			b.ResetTimer()
+			var queries int
+			for i := 0; i < b.N; i++ {
+				var pf promFlags
+				pf.url, pf.end, pf.window, pf.step, pf.timeout, pf.parallel = url, end, 15*time.Minute, time.Minute, 2*time.Minute, 8
+				w, src, err := pf.collect([]string{"model_name"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				d := Diagnose(w, src, set, cfg, vllm.Options{})
+				queries = src[0].Queries
+				if len(d.Targets) != 1 || d.Targets[0].Primary.Bottleneck != "queueing" {
+					b.Fatalf("verdict %+v", d.Targets)
+				}
+			}
+			b.ReportMetric(float64(queries), "queries")
+		})
 	}
 }

@@ -38,24 +38,138 @@ func Build(w *window.Window, opt Options) []*evidence.Evidence {
 				strings.Join(group, ", ")))
 			continue
 		}
-		e := buildOne(w, sel, opt)
+		// One pass per target and per member label keeps a fleet of
+		// thousands of instances linear.
+		tw := restrict(w, sel)
+		e := buildOne(tw, sel, opt)
 		for _, ml := range memberLabels {
 			if contains(group, ml) {
 				continue
 			}
-			vals := distinct(w, sel, ml)
-			if len(vals) < 2 {
+			parts := partition(tw, ml)
+			if len(parts) < 2 {
 				continue
 			}
+			vals := make([]string, 0, len(parts))
+			for v := range parts {
+				vals = append(vals, v)
+			}
+			sort.Strings(vals)
 			for _, v := range vals {
 				sub := copyLabels(sel)
 				sub[ml] = v
-				m := buildOne(w, sub, opt)
-				e.Members = append(e.Members, m)
+				e.Members = append(e.Members, buildOne(parts[v], sub, opt))
 			}
 		}
 		fleet(e)
 		out = append(out, e)
+	}
+	return out
+}
+
+// restrict keeps the series that match sel; info series match on the labels
+// they carry (cache_config_info has no model_name).
+func restrict(w *window.Window, sel window.Labels) *window.Window {
+	return split(w, func(l window.Labels) []string {
+		if matches(sel, l, false) {
+			return []string{""}
+		}
+		return nil
+	}, func(l window.Labels) []string {
+		if matches(sel, l, true) {
+			return []string{""}
+		}
+		return nil
+	})[""]
+}
+
+// partition splits a window by one label's values; info series without the
+// label belong to every part.
+func partition(w *window.Window, label string) map[string]*window.Window {
+	values := map[string]bool{}
+	key := func(l window.Labels) []string {
+		if v, ok := l[label]; ok {
+			values[v] = true
+			return []string{v}
+		}
+		return nil
+	}
+	parts := split(w, key, nil)
+	for v := range values {
+		if parts[v] == nil {
+			parts[v] = emptyLike(w)
+		}
+	}
+	for _, ins := range w.Infos {
+		for _, in := range ins {
+			if v, ok := in.Labels[label]; ok {
+				if p := parts[v]; p != nil {
+					p.Infos[infoName] = append(p.Infos[infoName], in)
+				}
+				continue
+			}
+			for _, p := range parts {
+				p.Infos[infoName] = append(p.Infos[infoName], in)
+			}
+		}
+	}
+	return parts
+}
+
+var infoName = ByKey(CacheConfig).Names[0]
+
+func emptyLike(w *window.Window) *window.Window {
+	n := window.New()
+	n.Start, n.End, n.Length, n.Cumulative, n.Points, n.From = w.Start, w.End, w.Length, w.Cumulative, w.Points, w.From
+	return n
+}
+
+// split files every series under the keys key returns; infoKey (nil: none)
+// does the same for info series.
+func split(w *window.Window, key, infoKey func(window.Labels) []string) map[string]*window.Window {
+	out := map[string]*window.Window{}
+	get := func(k string) *window.Window {
+		if out[k] == nil {
+			out[k] = emptyLike(w)
+		}
+		return out[k]
+	}
+	for name, ss := range w.Counters {
+		for _, s := range ss {
+			for _, k := range key(s.Labels) {
+				p := get(k)
+				p.Counters[name] = append(p.Counters[name], s)
+			}
+		}
+	}
+	for name, ss := range w.Gauges {
+		for _, s := range ss {
+			for _, k := range key(s.Labels) {
+				p := get(k)
+				p.Gauges[name] = append(p.Gauges[name], s)
+			}
+		}
+	}
+	for name, ss := range w.Histograms {
+		for _, s := range ss {
+			for _, k := range key(s.Labels) {
+				p := get(k)
+				p.Histograms[name] = append(p.Histograms[name], s)
+			}
+		}
+	}
+	if infoKey != nil {
+		for name, ss := range w.Infos {
+			for _, s := range ss {
+				for _, k := range infoKey(s.Labels) {
+					p := get(k)
+					p.Infos[name] = append(p.Infos[name], s)
+				}
+			}
+		}
+	}
+	if out[""] == nil && infoKey != nil {
+		out[""] = emptyLike(w)
 	}
 	return out
 }
