@@ -194,3 +194,29 @@ func parent(p string) string {
 
 // Present reports whether v is a real number.
 func Present(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Summarise reduces gauge samples to a Series, skipping NaN and ±Inf; with no
+// samples every field is missing.
+func Summarise(points []float64) Series {
+	s := Series{Mean: math.NaN(), Max: math.NaN(), Min: math.NaN(), Last: math.NaN(),
+		FracPositive: math.NaN(), Samples: math.NaN()}
+	var n, pos, sum float64
+	for _, p := range points {
+		if !Present(p) {
+			continue
+		}
+		if n == 0 {
+			s.Max, s.Min = p, p
+		}
+		s.Max, s.Min, s.Last = math.Max(s.Max, p), math.Min(s.Min, p), p
+		sum += p
+		n++
+		if p > 0 {
+			pos++
+		}
+	}
+	if n > 0 {
+		s.Mean, s.FracPositive, s.Samples = sum/n, pos/n, n
+	}
+	return s
+}

@@ -166,7 +166,7 @@ func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidenc
 			if len(pts) == 0 {
 				continue
 			}
-			series[m.Key] = summarise(mean(pts))
+			series[m.Key] = evidence.Summarise(mean(pts))
 			e.Cite("resource."+m.Key, evidence.Source{Metric: n, From: w.From})
 			break
 		}
@@ -188,7 +188,7 @@ func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidenc
 		r.FBUsed = s
 		e.Cite("resource.fb_used", e.Sources["resource.fb_used_ratio"])
 	} else if ratio := fbRatio(w, mine); ratio != nil {
-		r.FBUsed = summarise(ratio)
+		r.FBUsed = evidence.Summarise(ratio)
 		e.Cite("resource.fb_used", evidence.Source{Metric: "derived", From: w.From, Note: "DCGM_FI_DEV_FB_USED ÷ (FB_USED + FB_FREE)"})
 	}
 	// Count this target's GPUs and look up their peak bandwidth.
@@ -291,28 +291,4 @@ func mean(pts [][]float64) []float64 {
 		}
 	}
 	return out
-}
-
-func summarise(p []float64) evidence.Series {
-	s := evidence.Series{Mean: math.NaN(), Max: math.NaN(), Min: math.NaN(), Last: math.NaN(),
-		FracPositive: math.NaN(), Samples: math.NaN()}
-	var n, pos, sum float64
-	for _, x := range p {
-		if math.IsNaN(x) {
-			continue
-		}
-		if n == 0 {
-			s.Max, s.Min = x, x
-		}
-		s.Max, s.Min, s.Last = math.Max(s.Max, x), math.Min(s.Min, x), x
-		sum += x
-		n++
-		if x > 0 {
-			pos++
-		}
-	}
-	if n > 0 {
-		s.Mean, s.FracPositive, s.Samples = sum/n, pos/n, n
-	}
-	return s
 }

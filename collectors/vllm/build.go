@@ -487,11 +487,9 @@ func (b *builder) dist(key, path string) evidence.Dist {
 // series sums a gauge point by point over the target's series and summarises
 // it; match, as label/value pairs, narrows the series further.
 func (b *builder) series(key, path string, match ...string) evidence.Series {
-	s := evidence.Series{Mean: math.NaN(), Max: math.NaN(), Min: math.NaN(), Last: math.NaN(),
-		FracPositive: math.NaN(), Samples: math.NaN()}
 	name, ok := present(b.w, ByKey(key))
 	if !ok {
-		return s
+		return evidence.Summarise(nil)
 	}
 	var points []float64
 	for _, g := range b.w.Gauges[name] {
@@ -514,26 +512,10 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 			points[i] += p
 		}
 	}
-	var n, pos, sum float64
-	for _, p := range points {
-		if math.IsNaN(p) || math.IsInf(p, 0) {
-			continue
-		}
-		if n == 0 {
-			s.Max, s.Min = p, p
-		}
-		s.Max, s.Min = math.Max(s.Max, p), math.Min(s.Min, p)
-		s.Last = p
-		sum += p
-		n++
-		if p > 0 {
-			pos++
-		}
-	}
-	if n == 0 {
+	s := evidence.Summarise(points)
+	if !evidence.Present(s.Mean) {
 		return s
 	}
-	s.Mean, s.FracPositive, s.Samples = sum/n, pos/n, n
 	b.cite(path, name)
 	return s
 }
