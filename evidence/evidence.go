@@ -132,6 +132,8 @@ type Target struct {
 	Model    string `json:"model,omitempty"`
 	Instance string `json:"instance,omitempty"`
 	Engine   string `json:"engine,omitempty"`
+	// Labels are the label values that select the target (--group-by).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Evidence is everything known about one target over the window.

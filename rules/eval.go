@@ -197,7 +197,9 @@ func missing(reads []evidence.Field, e *evidence.Evidence, minSamples float64) [
 type Config struct {
 	MinSamples float64 `yaml:"min_samples"`
 	// Models gives facts about served models that metrics do not carry.
-	Models   map[string]ModelConfig  `yaml:"models"`
+	Models map[string]ModelConfig `yaml:"models"`
+	// GPUs overrides the peak-bandwidth table by dcgm-exporter modelName.
+	GPUs     map[string]GPUConfig    `yaml:"gpus"`
 	Rules    map[string]RuleOverride `yaml:"rules"`
 	Suppress []Suppression           `yaml:"suppress"`
 	// Now is the time suppressions expire against (zero: time.Now()).
@@ -208,6 +210,23 @@ type Config struct {
 type ModelConfig struct {
 	// WeightBytes is the size of the weights as loaded (after quantization).
 	WeightBytes float64 `yaml:"weight_bytes"`
+}
+
+// GPUConfig describes one GPU model.
+type GPUConfig struct {
+	// PeakBandwidth is HBM bandwidth in bytes/s.
+	PeakBandwidth float64 `yaml:"peak_bandwidth"`
+}
+
+// PeakBandwidths returns the configured GPU bandwidths by modelName.
+func (c *Config) PeakBandwidths() map[string]float64 {
+	out := map[string]float64{}
+	for name, g := range c.GPUs {
+		if g.PeakBandwidth > 0 {
+			out[name] = g.PeakBandwidth
+		}
+	}
+	return out
 }
 
 // WeightBytes returns the configured model sizes by served name.

@@ -168,7 +168,7 @@ func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *r
 	evs := vllm.Build(w, opt) // may add notes to the window
 	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{},
 		Notes: append([]string(nil), w.Notes...)}
-	d.Notes = append(d.Notes, dcgm.Attach(w, evs)...)
+	d.Notes = append(d.Notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
 	d.Window = advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
 	if !w.Start.IsZero() {
 		s, e := w.Start.UTC(), w.End.UTC()
@@ -176,6 +176,9 @@ func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *r
 	}
 	if secs := w.Seconds(); secs == secs {
 		d.Window.Seconds = secs
+	}
+	if w.Points == 2 {
+		d.Notes = append(d.Notes, "gauges (running, waiting, KV usage) were sampled only at the window's two ends, so bursts between them are invisible; scrape with --vllm or query --prom for a sampled window")
 	}
 	if w.Cumulative {
 		d.Notes = append(d.Notes, "one snapshot: counts and distributions cover the time since the server started, and rates cannot be computed; give two snapshots for a window")

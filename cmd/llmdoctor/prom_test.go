@@ -21,7 +21,14 @@ import (
 
 // promScenarios are diagnosed both from a Prometheus holding the backfilled
 // window and from the same window's first and last /metrics snapshots.
-var promScenarios = []string{"queue-bound", "long-prompt", "kv-capacity", "decode-bound", "healthy", "moe-bandwidth"}
+var promScenarios = func() []string {
+	all, _ := sim.Scenarios()
+	var out []string
+	for _, s := range all {
+		out = append(out, s.Name)
+	}
+	return out
+}()
 
 type promFixture struct {
 	url    string

@@ -80,10 +80,11 @@ func PeakBandwidth(model string) float64 {
 }
 
 // Attach adds GPU evidence to targets. With one target every GPU series is
-// its; with several, a GPU joins the target whose pod and namespace it
-// carries, else whose instance host matches its Hostname label. It returns
-// one note per GPU series it could not join.
-func Attach(w *window.Window, evs []*evidence.Evidence) []string {
+// its; with several, a GPU joins the target whose pod and namespace labels it
+// shares (grouping by pod puts them on targets), else the target whose
+// instance host matches its Hostname label. peaks overrides the bandwidth
+// table by exact modelName. It returns one note per GPU it could not join.
+func Attach(w *window.Window, evs []*evidence.Evidence, peaks map[string]float64) []string {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -113,7 +114,7 @@ func Attach(w *window.Window, evs []*evidence.Evidence) []string {
 	}
 	sort.Strings(notes)
 	for _, e := range evs {
-		attachOne(w, e, owner)
+		attachOne(w, e, owner, peaks)
 	}
 	return notes
 }
@@ -134,6 +135,13 @@ func gpuKey(l window.Labels) string {
 }
 
 func join(l window.Labels, evs []*evidence.Evidence) *evidence.Evidence {
+	if pod := l["pod"]; pod != "" {
+		for _, e := range evs {
+			if e.Target.Labels["pod"] == pod && e.Target.Labels["namespace"] == l["namespace"] {
+				return e
+			}
+		}
+	}
 	host := l["Hostname"]
 	if host == "" {
 		host = l["hostname"]
@@ -150,7 +158,7 @@ func join(l window.Labels, evs []*evidence.Evidence) *evidence.Evidence {
 	return nil
 }
 
-func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidence.Evidence) {
+func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidence.Evidence, peaks map[string]float64) {
 	r := &e.Values.Resource
 	mine := func(l window.Labels) bool { return owner[gpuKey(l)] == e }
 	series := map[string]evidence.Series{}
@@ -203,7 +211,9 @@ func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidenc
 				}
 				seen[k] = true
 				n++
-				if p := PeakBandwidth(g.Labels["modelName"]); evidence.Present(p) {
+				if p, ok := peaks[g.Labels["modelName"]]; ok && p > 0 {
+					peak = p
+				} else if p := PeakBandwidth(g.Labels["modelName"]); evidence.Present(p) {
 					peak = p
 				}
 			}

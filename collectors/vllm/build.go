@@ -338,7 +338,7 @@ type builder struct {
 }
 
 func buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Evidence {
-	t := evidence.Target{Model: sel["model_name"], Instance: sel["instance"], Engine: sel["engine"]}
+	t := evidence.Target{Model: sel["model_name"], Instance: sel["instance"], Engine: sel["engine"], Labels: map[string]string(sel)}
 	if t.Model == "" && t.Instance == "" {
 		// Grouped by something else: name the target by its labels.
 		t.Model = strings.TrimSuffix(sel.Key(), ",")
