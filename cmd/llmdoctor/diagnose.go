@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
+	"github.com/llmdoctor/llmdoctor/collectors/logs"
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
 	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
@@ -29,6 +30,8 @@ type diagnoseOpts struct {
 	interval         time.Duration
 	duration         time.Duration
 	snapshots        []string
+	logFile          string
+	logModel         string
 	snapshotInterval time.Duration
 	format           string
 	outputs          []string
@@ -57,6 +60,8 @@ func newDiagnose() *cobra.Command {
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
 	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
+	f.StringVar(&o.logFile, "log", "", "vLLM server log to read stats lines from (- for stdin)")
+	f.StringVar(&o.logModel, "log-model", "vllm (from log)", "model name for a --log target (logs do not say)")
 	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
 	addOutputFlags(f, &o.format, &o.outputs, &o.color)
@@ -84,16 +89,16 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 		return err
 	}
 	given := 0
-	for _, n := range []int{len(o.vllmURLs), len(o.snapshots), len(o.prom.url)} {
+	for _, n := range []int{len(o.vllmURLs), len(o.snapshots), len(o.prom.url), len(o.logFile)} {
 		if n > 0 {
 			given++
 		}
 	}
 	if given == 0 {
-		return usageErr("nothing to diagnose: give --prom URL, --vllm URL or --snapshot FILE (try --help)")
+		return usageErr("nothing to diagnose: give --prom URL, --vllm URL, --snapshot FILE or --log FILE (try --help)")
 	}
 	if given > 1 {
-		return usageErr("give one kind of source: --prom, --vllm or --snapshot")
+		return usageErr("give one kind of metrics source: --prom, --vllm, --snapshot or --log")
 	}
 	if len(o.dcgmURLs) > 0 && len(o.vllmURLs) == 0 {
 		return usageErr("--dcgm is scraped alongside --vllm; with snapshots, pass the exporter's saved output as another --snapshot")
@@ -107,6 +112,11 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 	switch {
 	case o.prom.url != "":
 		w, sources, err = o.prom.collect(o.groupBy)
+		if err != nil {
+			return err
+		}
+	case o.logFile != "":
+		w, sources, err = readLog(o.logFile, o.logModel)
 		if err != nil {
 			return err
 		}
@@ -247,4 +257,22 @@ func writeOutputs(stdout io.Writer, outs []output, color string, render func(str
 		}
 	}
 	return nil
+}
+
+func readLog(path, model string) (*window.Window, []advisor.Source, error) {
+	var r io.Reader = os.Stdin
+	name := "stdin"
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, &exitError{2, fmt.Sprintf("--log: %v", err)}
+		}
+		defer f.Close()
+		r, name = f, path
+	}
+	res, err := logs.Read(r, model, time.Now().Year(), name)
+	if err != nil {
+		return nil, nil, &exitError{2, err.Error()}
+	}
+	return res.Window, []advisor.Source{{Kind: "log", Path: name, OK: true}}, nil
 }

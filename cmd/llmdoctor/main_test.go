@@ -298,3 +298,42 @@ func TestConfigModelWeightBytes(t *testing.T) {
 		t.Fatalf("no decode floor in the evidence:\n%s", out[:min(len(out), 2000)])
 	}
 }
+
+// From periodic stats lines alone: a full KV cache with waiting requests is
+// kv-capacity; a long queue with room in the cache and prompts dwarfing
+// generation is queueing or prefill, never KV. V0 and V1 forms, and a log of
+// three lines, whose thinness the report states.
+func TestLogVerdicts(t *testing.T) {
+	dir := filepath.Join("..", "..", "collectors", "logs", "testdata")
+	for _, c := range []struct {
+		file string
+		want []string
+	}{
+		{"v1-kv-full.log", []string{"kv-capacity"}},
+		{"v0-kv-full.log", []string{"kv-capacity"}},
+		{"v1-kv-full-short.log", []string{"kv-capacity"}},
+		{"v1-prefill-queue.log", []string{"queueing", "prefill"}},
+		{"v0-prefill-queue.log", []string{"queueing", "prefill"}},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "diagnose", "--format", "json", "--log", filepath.Join(dir, c.file))
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var d struct {
+				Notes   []string
+				Targets []struct {
+					Primary struct{ Bottleneck, Rule, Status string }
+				}
+			}
+			json.Unmarshal([]byte(out), &d)
+			got := d.Targets[0].Primary.Bottleneck
+			if !contains(c.want, got) {
+				t.Fatalf("verdict %s (%s), want one of %v", got, d.Targets[0].Primary.Rule, c.want)
+			}
+			if strings.Contains(c.file, "short") && !strings.Contains(strings.Join(d.Notes, " "), "only 3 stats lines") {
+				t.Fatalf("a three-line log must say its evidence is thin: %v", d.Notes)
+			}
+		})
+	}
+}
