@@ -3,6 +3,7 @@ module github.com/llmdoctor/llmdoctor
 go 1.26.8
 
 require (
+	github.com/DataDog/sketches-go v1.4.8 // indirect
 	github.com/aymanbagabas/go-osc52/v2 v2.0.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

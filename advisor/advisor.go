@@ -62,6 +62,9 @@ type Target struct {
 	Checks     Checks          `json:"checks"`
 	Evidence   map[string]any  `json:"evidence"`
 	Members    []Member        `json:"members,omitempty"`
+	// Curves are small point series for charts (prompt_ttft: median TTFT
+	// by prompt length).
+	Curves map[string][][2]float64 `json:"curves,omitempty"`
 }
 
 // Primary is the verdict: the root-cause bottleneck.
@@ -120,6 +123,10 @@ type LatencyMap struct {
 	Front  *float64 `json:"front_mean,omitempty"`
 	Decode *float64 `json:"decode_mean,omitempty"`
 	E2E    *float64 `json:"e2e_mean,omitempty"`
+	// ClientTTFT is mean TTFT as clients measured it; NetworkShare the part
+	// of it spent outside the server.
+	ClientTTFT   *float64 `json:"client_ttft_mean,omitempty"`
+	NetworkShare *float64 `json:"network_share,omitempty"`
 }
 
 // Checks counts rule outcomes.
@@ -169,6 +176,9 @@ func Advise(e *evidence.Evidence, results []rules.Result) Target {
 	t.Conditions = conditions(e)
 	t.LatencyMap = latencyMap(e)
 	t.Evidence = e.Values.Tree()
+	if len(e.Curves) > 0 {
+		t.Curves = e.Curves
+	}
 	for _, m := range e.Members {
 		mm := Member{Target: m.Target, Evidence: map[string]float64{}}
 		for _, p := range memberFields {
@@ -345,5 +355,6 @@ func latencyMap(e *evidence.Evidence) LatencyMap {
 		return &x
 	}
 	return LatencyMap{TTFT: p(v.Stage.TTFT.Mean), Queue: p(v.Stage.Queue.Mean), Prefill: p(v.Stage.Prefill.Mean),
-		Front: p(v.Stage.FrontMean), Decode: p(v.Stage.Decode.Mean), E2E: p(v.Service.E2E.Mean)}
+		Front: p(v.Stage.FrontMean), Decode: p(v.Stage.Decode.Mean), E2E: p(v.Service.E2E.Mean),
+		ClientTTFT: p(v.Service.ClientTTFT.Mean), NetworkShare: p(v.Service.NetworkShare)}
 }

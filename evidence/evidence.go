@@ -49,6 +49,21 @@ type Cond struct {
 	// or from the config.
 	WeightBytes   float64 `expr:"weight_bytes"`
 	WindowSeconds float64 `expr:"window_seconds"`
+	// StageMetrics is 1 when the server exports request queue and prefill
+	// times, 0 when it exports metrics without them.
+	StageMetrics float64 `expr:"stage_metrics"`
+	// TPOTTracked is 1 when per-request TPOT is measured (server histogram or
+	// client records), 0 when a metrics source lacks it.
+	TPOTTracked float64 `expr:"tpot_tracked"`
+	// From request-level sources (benchmarks, client or gateway logs).
+	PromptLenCV         float64 `expr:"prompt_len_cv"`
+	PromptLenDistinct   float64 `expr:"prompt_len_distinct"`
+	PromptTTFTSlope     float64 `expr:"prompt_ttft_slope"`
+	PromptTTFTIntercept float64 `expr:"prompt_ttft_intercept"`
+	PromptTTFTR2        float64 `expr:"prompt_ttft_r2"`
+	OutputMaxRatio      float64 `expr:"output_max_ratio"`
+	OpenLoop            float64 `expr:"open_loop"`
+	MaxConcurrency      float64 `expr:"max_concurrency"`
 }
 
 // Stage is the per-stage latency layer.
@@ -80,6 +95,16 @@ type Service struct {
 	PromptTPS     float64 `expr:"prompt_tps"`
 	GenerationTPS float64 `expr:"generation_tps"`
 	Preemptions   float64 `expr:"preemptions"`
+	// What the client saw, from request-level sources.
+	ClientTTFT        Dist    `expr:"client_ttft"`
+	ClientTPOT        Dist    `expr:"client_tpot"`
+	ClientITL         Dist    `expr:"client_itl"`
+	ClientE2E         Dist    `expr:"client_e2e"`
+	ClientRequests    float64 `expr:"client_requests"`
+	ClientFailedShare float64 `expr:"client_failed_share"`
+	StreamingShare    float64 `expr:"streaming_share"`
+	WarmupRatio       float64 `expr:"warmup_ratio"`
+	NetworkShare      float64 `expr:"network_share"`
 	// Fleet evidence, when a target has several instances.
 	Instances           float64 `expr:"instances"`
 	TTFTP99OutlierRatio float64 `expr:"ttft_p99_outlier_ratio"`
@@ -146,6 +171,9 @@ type Evidence struct {
 	Members []*Evidence
 	// Text holds names messages may cite (TextFields documents the keys).
 	Text map[string]string
+	// Curves are small point series for charts: "prompt_ttft" is median
+	// TTFT (s) by prompt length (tokens).
+	Curves map[string][][2]float64
 }
 
 // TextFields are the names evidence may carry besides numbers.
@@ -156,7 +184,7 @@ var TextFields = map[string]string{
 
 // New returns evidence with every value missing.
 func New(t Target) *Evidence {
-	e := &Evidence{Target: t, Sources: map[string]Source{}, Text: map[string]string{}}
+	e := &Evidence{Target: t, Sources: map[string]Source{}, Text: map[string]string{}, Curves: map[string][][2]float64{}}
 	fillNaN(reflect.ValueOf(&e.Values).Elem())
 	return e
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -193,6 +194,7 @@ func (p *printer) target(t advisor.Target) {
 		p.wrap("  ", c)
 	}
 	p.latency(t.LatencyMap)
+	p.curve(t.Curves["prompt_ttft"], t.Conditions)
 
 	if len(t.Findings) > 0 {
 		p.section("Findings")
@@ -298,6 +300,10 @@ func (p *printer) finding(f advisor.Finding, indent string) {
 
 func (p *printer) latency(m advisor.LatencyMap) {
 	if m.TTFT == nil {
+		if m.ClientTTFT != nil {
+			p.section("Latency")
+			p.clientLine(m)
+		}
 		return
 	}
 	p.section(fmt.Sprintf("Latency map (mean TTFT %s)", rules.Duration(*m.TTFT)))
@@ -328,6 +334,62 @@ func (p *printer) latency(m advisor.LatencyMap) {
 	if m.Decode != nil && m.E2E != nil {
 		p.line(fmt.Sprintf("  then decode %s of mean end-to-end %s", rules.Duration(*m.Decode), rules.Duration(*m.E2E)))
 	}
+	if m.ClientTTFT != nil {
+		p.clientLine(m)
+	}
+}
+
+func (p *printer) clientLine(m advisor.LatencyMap) {
+	line := fmt.Sprintf("clients saw mean TTFT %s", rules.Duration(*m.ClientTTFT))
+	if m.NetworkShare != nil {
+		line += fmt.Sprintf(", %s of it outside the server (network, client)", percentText(*m.NetworkShare))
+	}
+	p.wrap("  ", line)
+}
+
+// curve draws median TTFT against prompt length as a small chart.
+func (p *printer) curve(pts [][2]float64, cond map[string]any) {
+	if len(pts) < 3 {
+		return
+	}
+	const rows = 7
+	cols := min(len(pts), p.width-14)
+	maxY, maxX := 0.0, 0.0
+	for _, pt := range pts {
+		maxY, maxX = max(maxY, pt[1]), max(maxX, pt[0])
+	}
+	if maxY <= 0 {
+		return
+	}
+	p.section("Prompt length → TTFT (median per length band)")
+	grid := make([][]rune, rows)
+	for r := range grid {
+		grid[r] = []rune(strings.Repeat(" ", cols))
+	}
+	for i, pt := range pts[:cols] {
+		r := rows - 1 - int(pt[1]/maxY*float64(rows-1)+0.5)
+		grid[max(0, min(rows-1, r))][i] = '•'
+	}
+	for r, row := range grid {
+		label := ""
+		switch r {
+		case 0:
+			label = rules.Duration(maxY)
+		case rows - 1:
+			label = "0"
+		}
+		p.line(fmt.Sprintf("  %8s │%s", label, string(row)))
+	}
+	p.line(fmt.Sprintf("  %8s └%s", "", strings.Repeat("─", cols)))
+	p.line(fmt.Sprintf("  %8s  0 … %s prompt tokens", "", rules.Tokens(maxX)))
+	get := func(k string) float64 {
+		if x, ok := cond[k].(float64); ok {
+			return x
+		}
+		return math.NaN()
+	}
+	p.wrap("  ", fmt.Sprintf("fit: TTFT ≈ %s + %s per 1k prompt tokens (R² %s): the slope is prefill cost, the intercept fixed overhead",
+		rules.Duration(get("prompt_ttft_intercept")), rules.Duration(get("prompt_ttft_slope")), rules.Number(get("prompt_ttft_r2"))))
 }
 
 func percentText(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }

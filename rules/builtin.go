@@ -9,7 +9,7 @@ import (
 	"github.com/goccy/go-yaml"
 )
 
-//go:embed builtin
+//go:embed builtin checklist
 var builtinFS embed.FS
 
 // BuiltinFS is the embedded rule tree (rule files and their fixture folders).
@@ -17,6 +17,16 @@ var BuiltinFS = builtinFS
 
 // Builtin loads the rules shipped with llmdoctor.
 func Builtin() ([]*Rule, error) { return LoadFS(builtinFS, "builtin", true) }
+
+// ChecklistItems loads the pre-launch checklist: rules whose firing means the
+// item fails.
+func ChecklistItems() (*Set, error) {
+	rs, err := LoadFS(builtinFS, "checklist", true)
+	if err != nil {
+		return nil, err
+	}
+	return NewSet(rs)
+}
 
 // Load returns the built-in rules plus the rules in each user directory.
 func Load(dirs ...string) (*Set, error) {

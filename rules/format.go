@@ -20,6 +20,8 @@ var templateFuncs = template.FuncMap{
 
 func num(a any) float64 {
 	switch v := a.(type) {
+	case nil:
+		return math.NaN()
 	case float64:
 		return v
 	case int:
@@ -44,6 +46,8 @@ func Duration(s float64) string {
 	switch {
 	case math.IsNaN(s) || math.IsInf(s, 0):
 		return "n/a"
+	case s < 0:
+		return "-" + Duration(-s)
 	case s < 0.001:
 		return strconv.FormatFloat(s*1e6, 'f', 0, 64) + "µs"
 	case s < 1:

@@ -200,7 +200,27 @@ func Parse(file string, data []byte) (*Rule, error) {
 	if err := r.tryTemplate(); err != nil {
 		return nil, fail("says", "says: %s", oneLine(err))
 	}
+	if spec.OK != "" {
+		r.ok, err = template.New(spec.ID + "/ok").Funcs(templateFuncs).Parse(spec.OK)
+		if err != nil {
+			return nil, fail("ok", "ok: %s", oneLine(err))
+		}
+	}
 	return r, nil
+}
+
+// RenderOK renders a passing item's message from whatever evidence exists.
+func (r *Rule) RenderOK(v *evidence.Values) string {
+	if r.ok == nil {
+		return ""
+	}
+	var b bytes.Buffer
+	data := v.Tree()
+	data["params"] = r.Params
+	if err := r.ok.Execute(&b, data); err != nil {
+		return ""
+	}
+	return strings.ReplaceAll(strings.Join(strings.Fields(b.String()), " "), "<no value>", "n/a")
 }
 
 func compile(src string, opts ...expr.Option) (*vm.Program, error) {

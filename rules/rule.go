@@ -89,9 +89,12 @@ type Spec struct {
 	When    string `yaml:"when"`
 	Impact  string `yaml:"impact"`
 	Says    string `yaml:"says"`
-	Next    []Step `yaml:"next"`
-	Why     string `yaml:"why"`
-	Docs    string `yaml:"docs"`
+	// OK, for checklist items, is the message when the item passes; the
+	// fields it reads are optional (printed n/a when missing).
+	OK   string `yaml:"ok"`
+	Next []Step `yaml:"next"`
+	Why  string `yaml:"why"`
+	Docs string `yaml:"docs"`
 }
 
 // Rule is a compiled rule.
@@ -103,7 +106,7 @@ type Rule struct {
 
 	when, impact, applies *vm.Program
 	appliesReads          []evidence.Field
-	says                  *template.Template
+	says, ok              *template.Template
 	// reads are the evidence fields the condition, impact and message read.
 	reads []evidence.Field
 	// usesVerdict: the rule reads other rules' results and runs after them.

@@ -47,6 +47,30 @@ func TestBuiltinFixtures(t *testing.T) {
 	}
 }
 
+// Every checklist item has fired (fails), quiet (passes) and insufficient
+// (cannot check) cases.
+func TestChecklistFixtures(t *testing.T) {
+	s, err := ChecklistItems()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]map[Outcome]bool{}
+	for _, tr := range RunFixtures(s, s.Rules, BuiltinFS, func(r *Rule) string { return r.File }) {
+		if seen[tr.Rule] == nil {
+			seen[tr.Rule] = map[Outcome]bool{}
+		}
+		seen[tr.Rule][tr.Want] = true
+		if !tr.OK() {
+			t.Errorf("%s: want %s, got %s %s", tr.File, tr.Want, tr.Got, tr.Err)
+		}
+	}
+	for _, r := range s.Rules {
+		if len(seen[r.ID]) != 3 {
+			t.Errorf("%s: cases %v", r.ID, seen[r.ID])
+		}
+	}
+}
+
 // Rule files live at builtin/<id>.yaml so ids and paths never drift apart.
 func TestBuiltinPathsMatchIDs(t *testing.T) {
 	s := builtinSet(t)
@@ -106,7 +130,11 @@ func TestReadsComeFromTheExpression(t *testing.T) {
 // The generated docs in docs/rules match the rule files.
 func TestDocsAreFresh(t *testing.T) {
 	s := builtinSet(t)
-	for rel, want := range DocFiles(s) {
+	c, err := ChecklistItems()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range DocFiles(s, c) {
 		got, err := os.ReadFile(filepath.Join("..", "docs", "rules", rel))
 		if err != nil || string(got) != want {
 			t.Errorf("docs/rules/%s is stale or missing: run go run ./cmd/llmdoctor rules docs docs/rules", rel)

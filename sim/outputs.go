@@ -211,6 +211,8 @@ func writeBench(w io.Writer, sc *Scenario, e *Engine, epoch time.Time, warm, end
 			recs = append(recs, r)
 		}
 	}
+	// vllm bench serve lists requests in the order it sent them.
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Arrival < recs[j].Arrival })
 	// The benchmark lasts from its first request to its last answer.
 	dur := end - warm
 	for _, r := range recs {

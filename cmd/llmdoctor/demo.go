@@ -44,7 +44,7 @@ func newDemo() *cobra.Command {
 			if table != "" {
 				return writeScenarioTable(table)
 			}
-			outs, err := parseOutputs(format, outputs)
+			outs, err := parseOutputs(format, outputs, "text", "json")
 			if err != nil {
 				return err
 			}

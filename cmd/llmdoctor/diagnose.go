@@ -16,9 +16,11 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
 	"github.com/llmdoctor/llmdoctor/collectors/logs"
+	"github.com/llmdoctor/llmdoctor/collectors/requests"
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
 	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
@@ -32,6 +34,8 @@ type diagnoseOpts struct {
 	snapshots        []string
 	logFile          string
 	logModel         string
+	benchFiles       []string
+	requestFiles     []string
 	snapshotInterval time.Duration
 	format           string
 	outputs          []string
@@ -60,6 +64,8 @@ func newDiagnose() *cobra.Command {
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
 	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
+	f.StringArrayVar(&o.benchFiles, "bench", nil, "vllm bench serve result JSON (--save-result, ideally --save-detailed); repeatable")
+	f.StringArrayVar(&o.requestFiles, "requests", nil, "per-request JSONL or CSV (docs/requests.md); repeatable")
 	f.StringVar(&o.logFile, "log", "", "vLLM server log to read stats lines from (- for stdin)")
 	f.StringVar(&o.logModel, "log-model", "vllm (from log)", "model name for a --log target (logs do not say)")
 	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
@@ -80,7 +86,7 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 		}
 		failOn = s
 	}
-	outs, err := parseOutputs(o.format, o.outputs)
+	outs, err := parseOutputs(o.format, o.outputs, "text", "json")
 	if err != nil {
 		return err
 	}
@@ -88,72 +94,11 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	given := 0
-	for _, n := range []int{len(o.vllmURLs), len(o.snapshots), len(o.prom.url), len(o.logFile)} {
-		if n > 0 {
-			given++
-		}
+	w, sources, reqs, err := o.gather()
+	if err != nil {
+		return err
 	}
-	if given == 0 {
-		return usageErr("nothing to diagnose: give --prom URL, --vllm URL, --snapshot FILE or --log FILE (try --help)")
-	}
-	if given > 1 {
-		return usageErr("give one kind of metrics source: --prom, --vllm, --snapshot or --log")
-	}
-	if len(o.dcgmURLs) > 0 && len(o.vllmURLs) == 0 {
-		return usageErr("--dcgm is scraped alongside --vllm; with snapshots, pass the exporter's saved output as another --snapshot")
-	}
-	if o.interval <= 0 || o.duration < 0 {
-		return usageErr("--interval must be positive and --duration not negative")
-	}
-
-	var w *window.Window
-	var sources []advisor.Source
-	switch {
-	case o.prom.url != "":
-		w, sources, err = o.prom.collect(o.groupBy)
-		if err != nil {
-			return err
-		}
-	case o.logFile != "":
-		w, sources, err = readLog(o.logFile, o.logModel)
-		if err != nil {
-			return err
-		}
-	case len(o.snapshots) > 0:
-		w, err = scrape.Files(o.snapshots, o.snapshotInterval)
-		if err != nil {
-			return &exitError{2, err.Error()}
-		}
-		for _, p := range o.snapshots {
-			sources = append(sources, advisor.Source{Kind: "snapshot", Path: p, OK: true})
-		}
-	default:
-		var urls []string
-		for _, u := range append(append([]string{}, o.vllmURLs...), o.dcgmURLs...) {
-			urls = append(urls, scrape.MetricsURL(u))
-		}
-		s := &scrape.Scraper{URLs: urls, Interval: o.interval, Duration: o.duration,
-			Client: &http.Client{Timeout: o.timeout}}
-		if isatty.IsTerminal(os.Stderr.Fd()) {
-			s.Progress = os.Stderr
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-		defer stop()
-		w, err = s.Run(ctx)
-		if err != nil {
-			return &exitError{2, err.Error()}
-		}
-		for i, u := range urls {
-			kind := "scrape"
-			if i >= len(o.vllmURLs) {
-				kind = "dcgm"
-			}
-			sources = append(sources, advisor.Source{Kind: kind, URL: u, OK: true})
-		}
-	}
-
-	d := Diagnose(w, sources, set, cfg, vllm.Options{GroupBy: o.groupBy})
+	d := Diagnose(w, sources, set, cfg, vllm.Options{GroupBy: o.groupBy}, reqs...)
 	if err := writeOutputs(stdout, outs, o.color, func(f string, w io.Writer, opt report.TextOptions) error {
 		switch f {
 		case "json":
@@ -170,15 +115,98 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 	return nil
 }
 
-// Diagnose runs the path from a window to a diagnosis.
-func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options) *advisor.Diagnosis {
+// gather reads every source the flags name: one metrics source (or none)
+// and any request-level files.
+func (o *diagnoseOpts) gather() (*window.Window, []advisor.Source, []requestSource, error) {
+	given := 0
+	for _, n := range []int{len(o.vllmURLs), len(o.snapshots), len(o.prom.url), len(o.logFile)} {
+		if n > 0 {
+			given++
+		}
+	}
+	reqs, reqSources, err := readRequestSources(o.benchFiles, o.requestFiles)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if given == 0 && len(reqs) == 0 {
+		return nil, nil, nil, usageErr("nothing to read: give --prom URL, --vllm URL, --snapshot FILE, --log FILE, --bench FILE or --requests FILE (try --help)")
+	}
+	if given > 1 {
+		return nil, nil, nil, usageErr("give one kind of metrics source: --prom, --vllm, --snapshot or --log")
+	}
+	if len(o.dcgmURLs) > 0 && len(o.vllmURLs) == 0 {
+		return nil, nil, nil, usageErr("--dcgm is scraped alongside --vllm; with snapshots, pass the exporter's saved output as another --snapshot")
+	}
+	if o.interval <= 0 || o.duration < 0 {
+		return nil, nil, nil, usageErr("--interval must be positive and --duration not negative")
+	}
+	var w *window.Window
+	var sources []advisor.Source
+	switch {
+	case given == 0:
+	case o.prom.url != "":
+		w, sources, err = o.prom.collect(o.groupBy)
+	case o.logFile != "":
+		w, sources, err = readLog(o.logFile, o.logModel)
+	case len(o.snapshots) > 0:
+		w, err = scrape.Files(o.snapshots, o.snapshotInterval)
+		if err != nil {
+			err = &exitError{2, err.Error()}
+		}
+		for _, p := range o.snapshots {
+			sources = append(sources, advisor.Source{Kind: "snapshot", Path: p, OK: true})
+		}
+	default:
+		w, sources, err = o.scrapeLive()
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return w, append(sources, reqSources...), reqs, nil
+}
+
+func (o *diagnoseOpts) scrapeLive() (*window.Window, []advisor.Source, error) {
+	var urls []string
+	for _, u := range append(append([]string{}, o.vllmURLs...), o.dcgmURLs...) {
+		urls = append(urls, scrape.MetricsURL(u))
+	}
+	s := &scrape.Scraper{URLs: urls, Interval: o.interval, Duration: o.duration,
+		Client: &http.Client{Timeout: o.timeout}}
+	if isatty.IsTerminal(os.Stderr.Fd()) {
+		s.Progress = os.Stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	w, err := s.Run(ctx)
+	if err != nil {
+		return nil, nil, &exitError{2, err.Error()}
+	}
+	var sources []advisor.Source
+	for i, u := range urls {
+		kind := "scrape"
+		if i >= len(o.vllmURLs) {
+			kind = "dcgm"
+		}
+		sources = append(sources, advisor.Source{Kind: kind, URL: u, OK: true})
+	}
+	return w, sources, nil
+}
+
+// Diagnose runs the path from a window (nil: none) and request-level sources
+// to a diagnosis.
+func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options, reqs ...requestSource) *advisor.Diagnosis {
 	if opt.WeightBytes == nil {
 		opt.WeightBytes = cfg.WeightBytes()
+	}
+	if w == nil {
+		w = window.New()
 	}
 	evs := vllm.Build(w, opt) // may add notes to the window
 	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{},
 		Notes: append([]string(nil), w.Notes...)}
 	d.Notes = append(d.Notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
+	evs, notes := attachRequests(evs, reqs)
+	d.Notes = append(d.Notes, notes...)
 	d.Window = advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
 	if !w.Start.IsZero() {
 		s, e := w.Start.UTC(), w.End.UTC()
@@ -187,7 +215,7 @@ func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *r
 	if secs := w.Seconds(); secs == secs {
 		d.Window.Seconds = secs
 	}
-	if w.Points == 2 {
+	if w.Points == 2 && len(w.Gauges) > 0 {
 		d.Notes = append(d.Notes, "gauges (running, waiting, KV usage) were sampled only at the window's two ends, so bursts between them are invisible; scrape with --vllm or query --prom for a sampled window")
 	}
 	if w.Cumulative {
@@ -216,16 +244,23 @@ func worst(d *advisor.Diagnosis) rules.Severity {
 
 type output struct{ format, path string }
 
-func parseOutputs(format string, extra []string) ([]output, error) {
-	valid := func(f string) bool { return f == "text" || f == "json" }
+func parseOutputs(format string, extra []string, formats ...string) ([]output, error) {
+	valid := func(f string) bool {
+		for _, x := range formats {
+			if f == x {
+				return true
+			}
+		}
+		return false
+	}
 	if !valid(format) {
-		return nil, usageErr("--format %q: want text or json", format)
+		return nil, usageErr("--format %q: want %s", format, strings.Join(formats, ", "))
 	}
 	outs := []output{{format: format}}
 	for _, x := range extra {
 		f, p, ok := strings.Cut(x, "=")
 		if !ok || !valid(f) || p == "" {
-			return nil, usageErr("--output %q: want FORMAT=PATH, e.g. json=diagnosis.json", x)
+			return nil, usageErr("--output %q: want FORMAT=PATH with FORMAT one of %s", x, strings.Join(formats, ", "))
 		}
 		outs = append(outs, output{f, p})
 	}
@@ -275,4 +310,64 @@ func readLog(path, model string) (*window.Window, []advisor.Source, error) {
 		return nil, nil, &exitError{2, err.Error()}
 	}
 	return res.Window, []advisor.Source{{Kind: "log", Path: name, OK: true}}, nil
+}
+
+// requestSource is one request-level file, read.
+type requestSource struct {
+	acc   *requests.Accumulator
+	from  string
+	model string
+}
+
+func readRequestSources(bench, reqFiles []string) ([]requestSource, []advisor.Source, error) {
+	var out []requestSource
+	var srcs []advisor.Source
+	read := func(path, kind string, fn func(io.Reader, string) (*requests.Accumulator, []string, error)) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return &exitError{2, fmt.Sprintf("--%s: %v", kind, err)}
+		}
+		defer f.Close()
+		acc, notes, err := fn(f, path)
+		if err != nil {
+			return &exitError{2, err.Error()}
+		}
+		out = append(out, requestSource{acc: acc, from: path})
+		src := advisor.Source{Kind: kind, Path: path, OK: true}
+		if len(notes) > 0 {
+			src.Error = strings.Join(notes, "; ")
+		}
+		srcs = append(srcs, src)
+		return nil
+	}
+	for _, p := range bench {
+		if err := read(p, "bench", requests.ReadBench); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, p := range reqFiles {
+		if err := read(p, "requests", requests.ReadRequests); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, srcs, nil
+}
+
+// attachRequests adds request-level evidence: to the only target, or to a
+// target of its own when there is no metrics source.
+func attachRequests(evs []*evidence.Evidence, reqs []requestSource) ([]*evidence.Evidence, []string) {
+	var notes []string
+	for _, r := range reqs {
+		switch len(evs) {
+		case 0:
+			e := evidence.New(evidence.Target{Model: "requests from " + r.from})
+			r.acc.Fill(e, r.from)
+			evs = append(evs, e)
+		case 1:
+			r.acc.Fill(evs[0], r.from)
+		default:
+			notes = append(notes, fmt.Sprintf("%s was not attached: the metrics hold %d targets and a request file does not say which it belongs to", r.from, len(evs)))
+		}
+	}
+	return evs, notes
 }

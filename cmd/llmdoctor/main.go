@@ -57,6 +57,6 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newDemo(), newDiagnose(), newSim(), newRulesCmd())
+	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newSim(), newRulesCmd())
 	return root
 }

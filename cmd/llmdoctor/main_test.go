@@ -178,7 +178,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"fail-on matched", append([]string{"diagnose", "--fail-on", "critical", "--format", "json"}, example("queueing")...), 1, "--fail-on"},
 		{"fail-on not matched", append([]string{"diagnose", "--fail-on", "critical", "--format", "json"}, example("healthy")...), 0, ""},
-		{"no source", []string{"diagnose"}, 2, "nothing to diagnose"},
+		{"no source", []string{"diagnose"}, 2, "nothing to read"},
 		{"bad flag", []string{"diagnose", "--nope"}, 2, "unknown flag"},
 		{"missing file", []string{"diagnose", "--snapshot", filepath.Join(dir, "none.prom")}, 2, "cannot read snapshot"},
 		{"html file", []string{"diagnose", "--snapshot", html}, 2, "HTML page"},

@@ -154,7 +154,11 @@ func newRulesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return rules.WriteDocs(set, args[0])
+			c, err := rules.ChecklistItems()
+			if err != nil {
+				return err
+			}
+			return rules.WriteDocs(set, c, args[0])
 		}}
 	c.AddCommand(list, show, lint, test, docs)
 	return c

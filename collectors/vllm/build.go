@@ -369,6 +369,12 @@ func buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Eviden
 		b.e.Cite("cond.engines", evidence.Source{Metric: "derived", From: w.From, Note: "distinct engine label values"})
 	}
 
+	_, hasQ := present(w, ByKey(QueueTime))
+	_, hasP := present(w, ByKey(PrefillTime))
+	_, hasT := present(w, ByKey(RequestTPOT))
+	v.Cond.StageMetrics, v.Cond.TPOTTracked = boolNum(hasQ && hasP), boolNum(hasT)
+	b.e.Cite("cond.stage_metrics", evidence.Source{Metric: "derived", From: w.From, Note: "queue and prefill histograms present"})
+	b.e.Cite("cond.tpot_tracked", evidence.Source{Metric: "derived", From: w.From, Note: "request TPOT histogram present"})
 	v.Stage.TTFT = b.dist(TTFT, "stage.ttft")
 	v.Stage.Queue = b.dist(QueueTime, "stage.queue")
 	v.Stage.Prefill = b.dist(PrefillTime, "stage.prefill")
@@ -640,6 +646,13 @@ func parseNum(s string) float64 {
 		return math.NaN()
 	}
 	return x
+}
+
+func boolNum(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func emptyLabels(l window.Labels) bool {

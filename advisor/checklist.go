@@ -1,0 +1,103 @@
+package advisor
+
+import (
+	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+// ChecklistSchema names the checklist's JSON contract.
+const ChecklistSchema = "llmdoctor.checklist/v1"
+
+// Item statuses.
+const (
+	Pass        = "pass"
+	Fail        = "fail"
+	CannotCheck = "cannot-check"
+)
+
+// Checklist is the pre-launch verdict.
+type Checklist struct {
+	Schema  string            `json:"schema"`
+	Sources []Source          `json:"sources"`
+	Window  Window            `json:"window"`
+	Notes   []string          `json:"notes,omitempty"`
+	Targets []ChecklistTarget `json:"targets"`
+	// Status is pass when no blocking item failed (and, with Strict, none
+	// could not be checked), fail otherwise.
+	Status string `json:"status"`
+	Strict bool   `json:"strict"`
+}
+
+// ChecklistTarget is one target's items.
+type ChecklistTarget struct {
+	Target      evidence.Target `json:"target"`
+	Items       []Item          `json:"items"`
+	Passed      int             `json:"passed"`
+	Failed      int             `json:"failed"`
+	CannotCheck int             `json:"cannot_check"`
+}
+
+// Item is one checklist item's outcome.
+type Item struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Severity string `json:"severity"`
+	Status   string `json:"status"`
+	// Blocking items decide the gate; info items only advise.
+	Blocking bool               `json:"blocking"`
+	Message  string             `json:"message"`
+	Evidence map[string]float64 `json:"evidence,omitempty"`
+	// Fix says what to do when the item fails; How, what evidence to add
+	// when it cannot be checked.
+	Fix  []rules.Step `json:"fix,omitempty"`
+	How  string       `json:"how,omitempty"`
+	Docs string       `json:"docs"`
+}
+
+// CheckTarget turns checklist rule results into items: fired fails, quiet
+// passes, insufficient cannot be checked (never a pass).
+func CheckTarget(e *evidence.Evidence, results []rules.Result) ChecklistTarget {
+	t := ChecklistTarget{Target: e.Target, Items: []Item{}}
+	for _, r := range results {
+		it := Item{ID: r.Rule.ID, Title: r.Rule.Title, Severity: r.Severity.String(), Blocking: r.Severity > rules.Info,
+			Docs: r.Rule.DocsPath()}
+		switch r.Outcome {
+		case rules.Fired:
+			it.Status, it.Message, it.Evidence, it.Fix = Fail, r.Message, r.Evidence, r.Rule.Next
+			t.Failed++
+		case rules.Quiet:
+			it.Status, it.Message = Pass, r.Rule.RenderOK(&e.Values)
+			t.Passed++
+		default:
+			g := gapOf(r)
+			it.Status, it.How = CannotCheck, g.How
+			it.Message = "needs " + joinPaths(g.Missing)
+			t.CannotCheck++
+		}
+		t.Items = append(t.Items, it)
+	}
+	return t
+}
+
+func joinPaths(p []string) string {
+	out := ""
+	for i, x := range p {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+// Decide sets the overall status.
+func (c *Checklist) Decide() {
+	c.Status = Pass
+	for _, t := range c.Targets {
+		for _, it := range t.Items {
+			if it.Blocking && (it.Status == Fail || c.Strict && it.Status == CannotCheck) {
+				c.Status = Fail
+			}
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
+	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+func newChecklist() *cobra.Command {
+	o := &diagnoseOpts{}
+	var slo string
+	var strict bool
+	c := &cobra.Command{
+		Use:   "checklist",
+		Short: "Pre-launch checklist: pass, fail or cannot-check for each item, with SLO gates",
+		Long: "checklist reads the same sources as diagnose and checks the pre-launch items: the\n" +
+			"metrics that must be exported, the benchmark's hygiene (streaming, varied prompt\n" +
+			"lengths, open-loop load, warm-up, no cache pollution, no failures), headroom at\n" +
+			"the tested load, and the SLOs given with --slo. Exit 0 when every item passes,\n" +
+			"1 when one fails, 2 when it could not run. An item that cannot be checked never\n" +
+			"counts as a pass; with --strict it fails the gate.",
+		Example: "  llmdoctor checklist --bench run.json --slo ttft_p99=2s,itl_p99=100ms\n" +
+			"  llmdoctor checklist --prom http://prometheus:9090 --bench run.json --format junit > checklist.xml",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			outs, err := parseOutputs(o.format, o.outputs, "text", "json", "markdown", "junit")
+			if err != nil {
+				return err
+			}
+			_, cfg, err := loadRules(o.configPath, nil)
+			if err != nil {
+				return err
+			}
+			w, sources, reqs, err := o.gather()
+			if err != nil {
+				return err
+			}
+			items, err := rules.ChecklistItems()
+			if err != nil {
+				return &exitError{2, err.Error()}
+			}
+			slos, err := sloItems(slo, len(reqs) > 0)
+			if err != nil {
+				return err
+			}
+			set, err := rules.NewSet(items.Rules, slos)
+			if err != nil {
+				return &exitError{2, err.Error()}
+			}
+			cl := RunChecklist(w, sources, set, cfg, vllm.Options{GroupBy: o.groupBy}, strict, reqs...)
+			if err := writeOutputs(cmd.OutOrStdout(), outs, o.color, func(f string, w io.Writer, opt report.TextOptions) error {
+				switch f {
+				case "json":
+					return report.ChecklistJSON(w, cl)
+				case "markdown":
+					return report.ChecklistMarkdown(w, cl)
+				case "junit":
+					return report.ChecklistJUnit(w, cl)
+				}
+				return report.ChecklistText(w, cl, opt)
+			}); err != nil {
+				return err
+			}
+			if cl.Status != advisor.Pass {
+				return &exitError{1, ""}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	o.prom.add(f)
+	f.StringArrayVar(&o.vllmURLs, "vllm", nil, "vLLM server to scrape; repeatable")
+	f.StringArrayVar(&o.dcgmURLs, "dcgm", nil, "dcgm-exporter to scrape alongside --vllm; repeatable")
+	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
+	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
+	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
+	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files")
+	f.StringArrayVar(&o.benchFiles, "bench", nil, "vllm bench serve result JSON; repeatable")
+	f.StringArrayVar(&o.requestFiles, "requests", nil, "per-request JSONL or CSV (docs/requests.md); repeatable")
+	f.StringVar(&o.logFile, "log", "", "vLLM server log (- for stdin)")
+	f.StringVar(&o.logModel, "log-model", "vllm (from log)", "model name for a --log target")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
+	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")
+	f.StringVar(&o.format, "format", "text", "output on stdout: text, json, markdown or junit")
+	f.StringArrayVar(&o.outputs, "output", nil, "also write FORMAT=PATH; repeatable")
+	f.StringVar(&o.color, "color", "auto", "colour: auto, always or never")
+	f.StringVar(&o.configPath, "config", "", "config file (min_samples, models, gpus)")
+	f.StringVar(&slo, "slo", "", "SLO gates, e.g. ttft_p99=2s,itl_p99=100ms,e2e_p99=30s,tpot_p99=80ms")
+	f.BoolVar(&strict, "strict", false, "fail the gate when an item cannot be checked")
+	return c
+}
+
+// RunChecklist evaluates the checklist items on every target.
+func RunChecklist(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options,
+	strict bool, reqs ...requestSource) *advisor.Checklist {
+	if w == nil {
+		w = window.New()
+	}
+	if opt.WeightBytes == nil {
+		opt.WeightBytes = cfg.WeightBytes()
+	}
+	evs := vllm.Build(w, opt)
+	cl := &advisor.Checklist{Schema: advisor.ChecklistSchema, Sources: sources, Targets: []advisor.ChecklistTarget{},
+		Notes: append([]string(nil), w.Notes...), Strict: strict}
+	cl.Notes = append(cl.Notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
+	evs, notes := attachRequests(evs, reqs)
+	cl.Notes = append(cl.Notes, notes...)
+	cl.Window = advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
+	if secs := w.Seconds(); secs == secs {
+		cl.Window.Seconds = secs
+	}
+	for _, e := range evs {
+		cl.Targets = append(cl.Targets, advisor.CheckTarget(e, set.Evaluate(e, cfg)))
+	}
+	cl.Decide()
+	return cl
+}
+
+// sloMetrics maps an SLO name to the evidence it gates: what clients saw
+// when request-level sources exist, else the server's histograms.
+var sloMetrics = map[string]struct{ client, server, what string }{
+	"ttft": {"service.client_ttft", "stage.ttft", "time to first token"},
+	"itl":  {"service.client_itl", "stage.itl", "inter-token latency"},
+	"tpot": {"service.client_tpot", "stage.tpot", "time per output token"},
+	"e2e":  {"service.client_e2e", "service.e2e", "end-to-end latency"},
+}
+
+// sloItems turns --slo ttft_p99=2s,... into checklist rules.
+func sloItems(spec string, client bool) ([]*rules.Rule, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	var out []*rules.Rule
+	parts := strings.Split(spec, ",")
+	sort.Strings(parts)
+	for _, part := range parts {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		metric, q, ok2 := strings.Cut(k, "_")
+		m, known := sloMetrics[metric]
+		if !ok || !ok2 || !known || (q != "p50" && q != "p90" && q != "p95" && q != "p99") {
+			return nil, usageErr("--slo %q: want NAME_PCT=DURATION with NAME ttft, itl, tpot or e2e and PCT p50, p90, p95 or p99", part)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, usageErr("--slo %q: %q is not a duration like 2s or 100ms", part, v)
+		}
+		path := m.server
+		if client {
+			path = m.client
+		}
+		src := fmt.Sprintf(`id: slo/%s-%s
+title: %s %s within %s
+layer: service
+bottleneck: none
+severity: critical
+params: {limit: %g}
+thresholds: {limit: "the SLO given with --slo"}
+when: %s.%s > params.limit
+says: "%s %s is {{dur .%s.%s}}, above the SLO of {{dur .params.limit}}."
+ok: "%s %s is {{dur .%s.%s}}, within {{dur .params.limit}}."
+`, metric, q, q, m.what, d, d.Seconds(), path, q, q, m.what, path, q, q, m.what, path, q)
+		r, err := rules.Parse("--slo "+k, []byte(src))
+		if err != nil {
+			return nil, &exitError{2, err.Error()}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,102 @@
+// Package requests reads request-level sources: `vllm bench serve` result
+// JSON of every vintage, and per-request JSONL or CSV exported from a client
+// or gateway. Each request is read once, streaming, so memory stays flat
+// however large the file.
+package requests
+
+import (
+	"math"
+	"sort"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
+)
+
+// ExactLimit is how many values a distribution keeps exactly; beyond it
+// values go into a DDSketch whose quantiles are within SketchAccuracy
+// (relative) of the true value.
+const (
+	ExactLimit     = 100_000
+	SketchAccuracy = 0.01
+)
+
+// dist is one distribution: exact while small, sketched when large; count,
+// sum and max always exact.
+type dist struct {
+	exact  []float64
+	sketch *ddsketch.DDSketch
+	n, sum float64
+	max    float64
+}
+
+func (d *dist) add(x float64) {
+	if !evidence.Present(x) || x < 0 {
+		return
+	}
+	d.n++
+	d.sum += x
+	if d.n == 1 || x > d.max {
+		d.max = x
+	}
+	if d.sketch == nil {
+		d.exact = append(d.exact, x)
+		if len(d.exact) <= ExactLimit {
+			return
+		}
+		s, _ := ddsketch.NewDefaultDDSketch(SketchAccuracy)
+		for _, v := range d.exact {
+			addSketch(s, v)
+		}
+		d.sketch, d.exact = s, nil
+		return
+	}
+	addSketch(d.sketch, x)
+}
+
+// addSketch: DDSketch covers positive values; zero is its own bucket.
+func addSketch(s *ddsketch.DDSketch, x float64) {
+	s.Add(math.Max(x, 1e-9))
+}
+
+// Exact reports whether the quantiles are exact.
+func (d *dist) Exact() bool { return d.sketch == nil }
+
+// Dist summarises: quantiles by linear interpolation between order
+// statistics (numpy's default, as vllm bench serve reports them).
+func (d *dist) Dist() evidence.Dist {
+	out := evidence.Dist{Count: d.n, Mean: math.NaN(), P50: math.NaN(), P90: math.NaN(), P95: math.NaN(),
+		P99: math.NaN(), Max: math.NaN()}
+	if d.n == 0 {
+		return out
+	}
+	out.Mean, out.Max = d.sum/d.n, d.max
+	q := func(p float64) float64 {
+		if d.sketch != nil {
+			v, err := d.sketch.GetValueAtQuantile(p)
+			if err != nil {
+				return math.NaN()
+			}
+			return v
+		}
+		return quantile(d.exact, p)
+	}
+	if d.sketch == nil {
+		sort.Float64s(d.exact)
+	}
+	out.P50, out.P90, out.P95, out.P99 = q(0.5), q(0.9), q(0.95), q(0.99)
+	return out
+}
+
+// quantile of sorted values, numpy-style linear interpolation.
+func quantile(s []float64, p float64) float64 {
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	pos := p * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}
+
+func sortFloats(s []float64) { sort.Float64s(s) }
