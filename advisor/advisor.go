@@ -62,6 +62,8 @@ type Target struct {
 	Checks     Checks          `json:"checks"`
 	Evidence   map[string]any  `json:"evidence"`
 	Members    []Member        `json:"members,omitempty"`
+	// Skipped are rules left out because a whole source is absent.
+	Skipped []Skip `json:"skipped,omitempty"`
 	// Curves are small point series for charts (prompt_ttft: median TTFT
 	// by prompt length).
 	Curves map[string][][2]float64 `json:"curves,omitempty"`
@@ -129,6 +131,13 @@ type LatencyMap struct {
 	NetworkShare *float64 `json:"network_share,omitempty"`
 }
 
+// Skip groups the rules skipped for lack of one source.
+type Skip struct {
+	Source string   `json:"source"`
+	Rules  []string `json:"rules"`
+	How    string   `json:"how"`
+}
+
 // Checks counts rule outcomes.
 type Checks struct {
 	Fired        int `json:"fired"`
@@ -153,10 +162,12 @@ func Advise(e *evidence.Evidence, results []rules.Result) Target {
 		switch r.Outcome {
 		case rules.Quiet:
 			t.Checks.Quiet++
+		case rules.Skipped:
+			t.Skipped = addSkip(t.Skipped, r)
 		case rules.Insufficient:
 			t.Checks.Insufficient++
 			t.Gaps = append(t.Gaps, gapOf(r))
-			if r.Severity == rules.Critical {
+			if rules.Deciding(r) {
 				unchecked = append(unchecked, r.Rule.ID)
 			}
 		case rules.Fired:
@@ -190,6 +201,17 @@ func Advise(e *evidence.Evidence, results []rules.Result) Target {
 		t.Members = append(t.Members, mm)
 	}
 	return t
+}
+
+func addSkip(l []Skip, r rules.Result) []Skip {
+	src := r.Missing[0].Path
+	for i := range l {
+		if l[i].Source == src {
+			l[i].Rules = append(l[i].Rules, r.Rule.ID)
+			return l
+		}
+	}
+	return append(l, Skip{Source: src, Rules: []string{r.Rule.ID}, How: r.Missing[0].How})
 }
 
 func findingOf(e *evidence.Evidence, r rules.Result) Finding {

@@ -59,7 +59,11 @@ type Item struct {
 func CheckTarget(e *evidence.Evidence, results []rules.Result) ChecklistTarget {
 	t := ChecklistTarget{Target: e.Target, Items: []Item{}}
 	for _, r := range results {
-		it := Item{ID: r.Rule.ID, Title: r.Rule.Title, Severity: r.Severity.String(), Blocking: r.Severity > rules.Info,
+		title := r.Rule.Title
+		if r.Rule.Item != "" {
+			title = r.Rule.Item
+		}
+		it := Item{ID: r.Rule.ID, Title: title, Severity: r.Severity.String(), Blocking: r.Severity > rules.Info,
 			Docs: r.Rule.DocsPath()}
 		switch r.Outcome {
 		case rules.Fired:

@@ -233,6 +233,10 @@ func (p *printer) target(t advisor.Target) {
 			}
 		}
 	}
+	for _, sk := range t.Skipped {
+		p.blank()
+		p.wrap("  ", p.st.dim.Render(fmt.Sprintf("%d %s rule(s) skipped: no %s data (%s)", len(sk.Rules), sk.Source, sk.Source, sk.How)))
+	}
 	if len(t.Suppressed) > 0 {
 		p.section("Suppressed")
 		for _, f := range t.Suppressed {

@@ -25,7 +25,12 @@ func ChecklistItems() (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewSet(rs)
+	// The measurement rules (benchmark hygiene) are checklist items too.
+	hygiene, err := LoadFS(builtinFS, "builtin/measurement", true)
+	if err != nil {
+		return nil, err
+	}
+	return NewSet(rs, hygiene)
 }
 
 // Load returns the built-in rules plus the rules in each user directory.

@@ -24,6 +24,12 @@ func Doc(r *Rule) string {
 	if r.Applies != "" {
 		b.WriteString("\n## Applies when\n\n```\n" + strings.TrimSpace(r.Applies) + "\n```\n\nElsewhere the rule is quiet: it has nothing to judge.\n")
 	}
+	if r.Item != "" {
+		fmt.Fprintf(&b, "\nAs a checklist item: **%s**\n", r.Item)
+	}
+	if len(r.Needs) > 0 {
+		fmt.Fprintf(&b, "\nNeeds %s data; without it a diagnosis skips the rule (the checklist reports it as cannot-check).\n", strings.Join(r.Needs, " and "))
+	}
 	if strings.HasPrefix(r.ID, "check/") {
 		b.WriteString("\n## Fails when\n\n```\n" + strings.TrimSpace(r.When) + "\n```\n")
 	} else {
@@ -79,7 +85,11 @@ func Catalogue(s, checklist *Set) string {
 	b.WriteString("\n## Pre-launch checklist (`llmdoctor checklist`)\n\nAn item fails when its condition holds, passes when it does not, and cannot be checked when its evidence is missing.\n\n")
 	b.WriteString("| item | severity | title |\n|---|---|---|\n")
 	for _, r := range checklist.Rules {
-		fmt.Fprintf(&b, "| [%s](%s.md) | %s | %s |\n", r.ID, r.ID, r.Sev, r.Title)
+		title := r.Title
+		if r.Item != "" {
+			title = r.Item
+		}
+		fmt.Fprintf(&b, "| [%s](%s.md) | %s | %s |\n", r.ID, r.ID, r.Sev, title)
 	}
 	return b.String()
 }
@@ -90,7 +100,7 @@ func DocFiles(s, checklist *Set) map[string]string {
 	for _, set := range []*Set{s, checklist} {
 		for _, r := range set.Rules {
 			if r.BuiltIn {
-				out[r.ID+".md"] = Doc(r)
+				out[r.ID+".md"] = Doc(r) // measurement rules are in both sets
 			}
 		}
 	}

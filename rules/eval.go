@@ -19,6 +19,8 @@ const (
 	Fired        Outcome = "fired"
 	Quiet        Outcome = "quiet"
 	Insufficient Outcome = "insufficient"
+	// Skipped: a source the rule needs (Rule.Needs) is absent altogether.
+	Skipped Outcome = "skipped"
 )
 
 // Result is one rule's outcome on one target.
@@ -69,7 +71,10 @@ func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
 				continue
 			}
 			var res Result
-			if r.usesVerdict && len(unchecked) > 0 {
+			if need := missingNeed(r, e, cfg); need != "" {
+				res = Result{Rule: r, Severity: cfg.severity(r), Outcome: Skipped,
+					Missing: []Missing{{Path: need, Why: "absent", How: NeedSources[need].How}}}
+			} else if r.usesVerdict && len(unchecked) > 0 {
 				// A judgement of the whole diagnosis needs the rules that decide it.
 				res = Result{Rule: r, Severity: cfg.severity(r), Outcome: Insufficient, Missing: unchecked}
 			} else {
@@ -84,10 +89,31 @@ func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
 	return out
 }
 
+// missingNeed returns the first source r needs that the evidence lacks; the
+// checklist sets KeepNeeds, so there an absent source is "cannot check".
+func missingNeed(r *Rule, e *evidence.Evidence, cfg *Config) string {
+	if cfg.KeepNeeds {
+		return ""
+	}
+	for _, n := range r.Needs {
+		f, _ := evidence.Lookup(NeedSources[n].Present)
+		if !evidence.Present(e.Values.Get(f)) {
+			return n
+		}
+	}
+	return ""
+}
+
+// Deciding reports whether a result is one the verdict depends on: a
+// critical rule about the server, not about how it was measured.
+func Deciding(r Result) bool {
+	return r.Severity == Critical && r.Rule.Bottleneck != "measurement" && r.Rule.Bottleneck != "client"
+}
+
 func uncheckedCritical(rs []Result) []Missing {
 	var out []Missing
 	for _, r := range rs {
-		if r.Outcome == Insufficient && r.Severity == Critical {
+		if r.Outcome == Insufficient && Deciding(r) {
 			out = append(out, Missing{Path: r.Rule.ID, Why: "could not run", How: "see that rule's gap"})
 		}
 	}
@@ -204,6 +230,9 @@ type Config struct {
 	Suppress []Suppression           `yaml:"suppress"`
 	// Now is the time suppressions expire against (zero: time.Now()).
 	Now time.Time `yaml:"-"`
+	// KeepNeeds evaluates rules even when a source they need is absent (the
+	// checklist: there, absent evidence is "cannot check").
+	KeepNeeds bool `yaml:"-"`
 }
 
 // ModelConfig describes one served model.

@@ -126,6 +126,11 @@ func Parse(file string, data []byte) (*Rule, error) {
 			return nil, fail("explains", "a rule cannot explain its own bottleneck")
 		}
 	}
+	for _, n := range spec.Needs {
+		if _, ok := NeedSources[n]; !ok {
+			return nil, fail("needs", "needs %q: want dcgm or requests", n)
+		}
+	}
 	sev, err := ParseSeverity(spec.Severity)
 	if err != nil {
 		return nil, fail("severity", "%v", err)

@@ -75,14 +75,19 @@ type Step struct {
 
 // Spec is a rule file as written.
 type Spec struct {
-	ID         string             `yaml:"id"`
-	Title      string             `yaml:"title"`
+	ID    string `yaml:"id"`
+	Title string `yaml:"title"`
+	// Item is the checklist's wording: what holds when the rule is quiet.
+	Item       string             `yaml:"item"`
 	Layer      string             `yaml:"layer"`
 	Bottleneck string             `yaml:"bottleneck"`
 	Severity   string             `yaml:"severity"`
 	Explains   []string           `yaml:"explains"`
 	Params     map[string]float64 `yaml:"params"`
 	Thresholds map[string]string  `yaml:"thresholds"`
+	// Needs names whole sources the rule is about (dcgm, requests): without
+	// them a diagnosis skips the rule with one note, instead of a gap each.
+	Needs []string `yaml:"needs"`
 	// Applies, when set, is checked first: where it is false the rule does
 	// not apply (a fleet rule on one server) and the outcome is quiet.
 	Applies string `yaml:"applies"`
@@ -140,4 +145,11 @@ func (r *Rule) addVerdictRead(name string) {
 		}
 	}
 	r.verdictReads = append(r.verdictReads, name)
+}
+
+// NeedSources are the sources a rule may need, with the evidence that shows
+// the source is there and how to add it.
+var NeedSources = map[string]struct{ Present, How string }{
+	"dcgm":     {"resource.gpus", "scrape dcgm-exporter with --dcgm, or query it through --prom"},
+	"requests": {"service.client_requests", "give --bench (vllm bench serve JSON) or --requests (per-request JSONL/CSV)"},
 }

@@ -120,8 +120,10 @@ func RunChecklist(w *window.Window, sources []advisor.Source, set *rules.Set, cf
 	if secs := w.Seconds(); secs == secs {
 		cl.Window.Seconds = secs
 	}
+	keep := *cfg
+	keep.KeepNeeds = true
 	for _, e := range evs {
-		cl.Targets = append(cl.Targets, advisor.CheckTarget(e, set.Evaluate(e, cfg)))
+		cl.Targets = append(cl.Targets, advisor.CheckTarget(e, set.Evaluate(e, &keep)))
 	}
 	cl.Decide()
 	return cl

@@ -46,22 +46,22 @@ func item(c checklistJSON, id string) (status, msg string) {
 // prompt lengths and reports the fitted slope and intercept when they vary.
 func TestChecklistOnBenchmarks(t *testing.T) {
 	code, c := checklist(t, "--bench", benchFile("bench-nonstreaming.json"))
-	if s, msg := item(c, "check/streaming"); code != 1 || s != "fail" || !strings.Contains(msg, "does not stream") {
+	if s, msg := item(c, "measurement/non-streaming"); code != 1 || s != "fail" || !strings.Contains(msg, "does not stream") {
 		t.Fatalf("non-streaming: exit %d, streaming item %s %q", code, s, msg)
 	}
 	code, c = checklist(t, "--bench", benchFile("bench-fixed-closed.json"))
-	if s, _ := item(c, "check/prompt-length-curve"); code != 1 || s != "fail" {
+	if s, _ := item(c, "measurement/fixed-prompt-lengths"); code != 1 || s != "fail" {
 		t.Fatalf("fixed lengths: exit %d, item %s", code, s)
 	}
-	if s, _ := item(c, "check/closed-loop"); s != "fail" {
+	if s, _ := item(c, "measurement/closed-loop"); s != "fail" {
 		t.Fatalf("closed loop item %s", s)
 	}
 	_, c = checklist(t, "--bench", benchFile("bench-detailed.json"))
-	s, msg := item(c, "check/prompt-length-curve")
+	s, msg := item(c, "measurement/fixed-prompt-lengths")
 	if s != "pass" || !strings.Contains(msg, "per 1k prompt tokens") || !strings.Contains(msg, "TTFT ≈ ") || strings.Contains(msg, "n/a") {
 		t.Fatalf("varied lengths: %s %q", s, msg)
 	}
-	if s, _ := item(c, "check/streaming"); s != "pass" {
+	if s, _ := item(c, "measurement/non-streaming"); s != "pass" {
 		t.Fatalf("streaming %s", s)
 	}
 }
@@ -93,7 +93,7 @@ func TestChecklistOnSnapshots(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for id, want := range map[string]string{"check/kv-headroom": "fail", "check/no-preemptions": "fail",
-		"check/queue-prefill-metrics": "pass", "check/streaming": "cannot-check"} {
+		"check/queue-prefill-metrics": "pass", "measurement/non-streaming": "cannot-check"} {
 		if s, _ := item(c, id); s != want {
 			t.Errorf("%s: %s, want %s", id, s, want)
 		}

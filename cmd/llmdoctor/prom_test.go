@@ -201,8 +201,9 @@ func TestPromFailuresExit2WithOneLine(t *testing.T) {
 	}
 }
 
-// Without DCGM series the GPU rule reports a gap and the verdict stands.
-func TestMissingDCGMIsAGapNotAVerdict(t *testing.T) {
+// Without DCGM series the GPU rules are named as skipped, with how to add
+// DCGM, and the verdict stands.
+func TestMissingDCGMIsNamedNotAVerdict(t *testing.T) {
 	fx := backfilledProm(t)
 	end := strconv.FormatInt(fx.ends["moe-bandwidth"].Unix(), 10)
 	// DCGM series carry no engine label, so this selector leaves them out.
@@ -213,22 +214,28 @@ func TestMissingDCGMIsAGapNotAVerdict(t *testing.T) {
 	var d struct {
 		Targets []struct {
 			Primary struct{ Bottleneck string }
-			Gaps    []struct {
-				Rule    string
-				Missing []string
+			Skipped []struct {
+				Source string
+				Rules  []string
+				How    string
 			}
 		}
 	}
 	json.Unmarshal([]byte(out), &d)
 	tg := d.Targets[0]
-	found := false
-	for _, g := range tg.Gaps {
-		if g.Rule == "gpu/bandwidth-bound" && strings.Contains(strings.Join(g.Missing, " "), "resource.dram_active") {
-			found = true
+	named := false
+	for _, s := range tg.Skipped {
+		if s.Source == "dcgm" && contains(s.Rules, "gpu/bandwidth-bound") && strings.Contains(s.How, "dcgm-exporter") {
+			named = true
 		}
 	}
-	if !found || tg.Primary.Bottleneck == "memory-bandwidth" {
-		t.Fatalf("verdict %s, gaps %+v", tg.Primary.Bottleneck, tg.Gaps)
+	if !named || tg.Primary.Bottleneck == "memory-bandwidth" {
+		t.Fatalf("verdict %s, skipped %+v", tg.Primary.Bottleneck, tg.Skipped)
+	}
+	// With DCGM the same window is bandwidth-bound.
+	with := runJSON(t, "--prom", fx.url, "--end", end)
+	if with.Targets[0].Primary.Bottleneck != "memory-bandwidth" {
+		t.Fatalf("with DCGM: %s", with.Targets[0].Primary.Bottleneck)
 	}
 }
 
