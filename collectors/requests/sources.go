@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/llmdoctor/llmdoctor/evidence"
 )
 
@@ -177,14 +179,23 @@ func ReadRequests(r io.Reader, from string) (*Accumulator, []string, error) {
 	}
 	if first[0] == '{' {
 		line := 0
+		var p fastjson.Parser
+		var itls []float64
 		for {
-			b, err := br.ReadBytes('\n')
+			b, err := br.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				// A line longer than the buffer: gather it whole.
+				long := append([]byte(nil), b...)
+				for errors.Is(err, bufio.ErrBufferFull) {
+					b, err = br.ReadSlice('\n')
+					long = append(long, b...)
+				}
+				b = long
+			}
 			if len(bytes.TrimSpace(b)) > 0 {
 				line++
-				var j jsonRecord
-				if e := json.Unmarshal(b, &j); e != nil {
-					note(line, e)
-				} else if rec, e := j.record(); e != nil {
+				rec, e := parseLine(&p, b, &itls)
+				if e != nil {
 					note(line, e)
 				} else {
 					a.Add(rec)
@@ -244,59 +255,87 @@ func ReadRequests(r io.Reader, from string) (*Accumulator, []string, error) {
 	return a, notes, nil
 }
 
-// jsonRecord is one line of the per-request JSONL schema.
-type jsonRecord struct {
-	RequestID    string    `json:"request_id"`
-	StartTime    any       `json:"start_time"`
-	PromptTokens *float64  `json:"prompt_tokens"`
-	OutputTokens *float64  `json:"output_tokens"`
-	MaxTokens    *float64  `json:"max_tokens"`
-	TTFT         *float64  `json:"ttft"`
-	E2E          *float64  `json:"e2e"`
-	ITL          []float64 `json:"itl"`
-	QueueTime    *float64  `json:"queue_time"`
-	PrefillTime  *float64  `json:"prefill_time"`
-	DecodeTime   *float64  `json:"decode_time"`
-	ServerTTFT   *float64  `json:"server_ttft"`
-	Streaming    *bool     `json:"streaming"`
-	Error        string    `json:"error"`
-}
-
-func val(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
-}
-
-func (j jsonRecord) record() (Record, error) {
-	if j.TTFT == nil && j.Error == "" {
-		return Record{}, errors.New("no ttft")
-	}
-	start, err := startTime(j.StartTime)
+// parseLine reads one line of the per-request JSONL schema (docs/requests.md).
+// itls is reused between lines: Add copies what it keeps.
+func parseLine(p *fastjson.Parser, line []byte, itls *[]float64) (Record, error) {
+	v, err := p.ParseBytes(line)
 	if err != nil {
 		return Record{}, err
 	}
-	return Record{ID: j.RequestID, Start: start, Prompt: val(j.PromptTokens), Output: val(j.OutputTokens),
-		MaxTokens: val(j.MaxTokens), TTFT: val(j.TTFT), E2E: val(j.E2E), ITLs: j.ITL, Queue: val(j.QueueTime),
-		Prefill: val(j.PrefillTime), Decode: val(j.DecodeTime), ServerTTFT: val(j.ServerTTFT),
-		Streaming: j.Streaming, Error: j.Error}, nil
+	o, err := v.Object()
+	if err != nil {
+		return Record{}, errors.New("not a JSON object")
+	}
+	num := func(k string) (float64, error) {
+		x := o.Get(k)
+		if x == nil || x.Type() == fastjson.TypeNull {
+			return math.NaN(), nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return 0, fmt.Errorf("%s is not a number", k)
+		}
+		return f, nil
+	}
+	rec := Record{}
+	for _, f := range []struct {
+		key string
+		dst *float64
+	}{{"prompt_tokens", &rec.Prompt}, {"output_tokens", &rec.Output}, {"max_tokens", &rec.MaxTokens},
+		{"ttft", &rec.TTFT}, {"e2e", &rec.E2E}, {"queue_time", &rec.Queue}, {"prefill_time", &rec.Prefill},
+		{"decode_time", &rec.Decode}, {"server_ttft", &rec.ServerTTFT}} {
+		if *f.dst, err = num(f.key); err != nil {
+			return rec, err
+		}
+	}
+	switch st := o.Get("start_time"); {
+	case st == nil || st.Type() == fastjson.TypeNull:
+		rec.Start = math.NaN()
+	case st.Type() == fastjson.TypeNumber:
+		rec.Start = st.GetFloat64()
+	case st.Type() == fastjson.TypeString:
+		if rec.Start, err = startTime(string(st.GetStringBytes())); err != nil {
+			return rec, err
+		}
+	default:
+		return rec, errors.New("start_time: want Unix seconds or RFC 3339")
+	}
+	if x := o.Get("itl"); x != nil && x.Type() == fastjson.TypeArray {
+		*itls = (*itls)[:0]
+		for _, g := range x.GetArray() {
+			f, err := g.Float64()
+			if err != nil {
+				return rec, errors.New("itl holds a non-number")
+			}
+			*itls = append(*itls, f)
+		}
+		rec.ITLs = *itls
+	}
+	if x := o.Get("streaming"); x != nil && x.Type() != fastjson.TypeNull {
+		b, err := x.Bool()
+		if err != nil {
+			return rec, errors.New("streaming is not true or false")
+		}
+		rec.Streaming = &b
+	}
+	if x := o.Get("error"); x != nil && x.Type() == fastjson.TypeString {
+		rec.Error = string(x.GetStringBytes())
+	}
+	if x := o.Get("request_id"); x != nil && x.Type() == fastjson.TypeString {
+		rec.ID = string(x.GetStringBytes())
+	}
+	if !evidence.Present(rec.TTFT) && rec.Error == "" {
+		return rec, errors.New("no ttft")
+	}
+	return rec, nil
 }
 
-func startTime(v any) (float64, error) {
-	switch x := v.(type) {
-	case nil:
-		return math.NaN(), nil
-	case float64:
-		return x, nil
-	case string:
-		t, err := time.Parse(time.RFC3339Nano, x)
-		if err != nil {
-			return 0, fmt.Errorf("start_time %q: want Unix seconds or RFC 3339", x)
-		}
-		return float64(t.UnixNano()) / 1e9, nil
+func startTime(s string) (float64, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("start_time %q: want Unix seconds or RFC 3339", s)
 	}
-	return 0, fmt.Errorf("start_time: want Unix seconds or RFC 3339")
+	return float64(t.UnixNano()) / 1e9, nil
 }
 
 func csvRecord(cols map[string]int, row []string) (Record, error) {
