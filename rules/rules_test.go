@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +78,6 @@ func TestBuiltinPathsMatchIDs(t *testing.T) {
 			t.Errorf("rule %s is in %s, want %s", r.ID, r.File, want)
 		}
 	}
-	_ = fs.ValidPath
 }
 
 func TestParseErrorsCarryFileLineAndID(t *testing.T) {

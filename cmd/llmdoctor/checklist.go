@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
 	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/report"
@@ -79,22 +78,8 @@ func newChecklist() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	o.prom.add(f)
-	f.StringArrayVar(&o.vllmURLs, "vllm", nil, "vLLM server to scrape; repeatable")
-	f.StringArrayVar(&o.dcgmURLs, "dcgm", nil, "dcgm-exporter to scrape alongside --vllm; repeatable")
-	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
-	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
-	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
-	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files")
-	f.StringArrayVar(&o.benchFiles, "bench", nil, "vllm bench serve result JSON; repeatable")
-	f.StringArrayVar(&o.requestFiles, "requests", nil, "per-request JSONL or CSV (docs/requests.md); repeatable")
-	f.StringVar(&o.logFile, "log", "", "vLLM server log (- for stdin)")
-	f.StringVar(&o.logModel, "log-model", "vllm (from log)", "model name for a --log target")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
-	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")
-	f.StringVar(&o.format, "format", "text", "output on stdout: text, json, markdown or junit")
-	f.StringArrayVar(&o.outputs, "output", nil, "also write FORMAT=PATH; repeatable")
-	f.StringVar(&o.color, "color", "auto", "colour: auto, always or never")
+	o.addSourceFlags(f)
+	addOutputFlags(f, &o.format, &o.outputs, &o.color, "text, json, markdown or junit")
 	f.StringVar(&o.configPath, "config", "", "config file (min_samples, models, gpus)")
 	f.StringVar(&slo, "slo", "", "SLO gates, e.g. ttft_p99=2s,itl_p99=100ms,e2e_p99=30s,tpot_p99=80ms")
 	f.BoolVar(&strict, "strict", false, "fail the gate when an item cannot be checked")
@@ -104,22 +89,9 @@ func newChecklist() *cobra.Command {
 // RunChecklist evaluates the checklist items on every target.
 func RunChecklist(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options,
 	strict bool, reqs ...requestSource) *advisor.Checklist {
-	if w == nil {
-		w = window.New()
-	}
-	if opt.WeightBytes == nil {
-		opt.WeightBytes = cfg.WeightBytes()
-	}
-	evs := vllm.Build(w, opt)
+	evs, win, notes := buildEvidence(w, cfg, opt, reqs)
 	cl := &advisor.Checklist{Schema: advisor.ChecklistSchema, Sources: sources, Targets: []advisor.ChecklistTarget{},
-		Notes: append([]string(nil), w.Notes...), Strict: strict}
-	cl.Notes = append(cl.Notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
-	evs, notes := attachRequests(evs, reqs)
-	cl.Notes = append(cl.Notes, notes...)
-	cl.Window = advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
-	if secs := w.Seconds(); secs == secs {
-		cl.Window.Seconds = secs
-	}
+		Notes: notes, Window: win, Strict: strict}
 	keep := *cfg
 	keep.KeepNeeds = true
 	for _, e := range evs {

@@ -73,7 +73,7 @@ func newDemo() *cobra.Command {
 	f.BoolVar(&list, "list", false, "list the built-in scenarios")
 	f.StringVar(&table, "table", "", "diagnose every scenario and write the scenario → verdict table to this file")
 	f.MarkHidden("table")
-	addOutputFlags(f, &format, &outputs, &color)
+	addOutputFlags(f, &format, &outputs, &color, "text or json")
 	addRuleFlags(f, &configPath, &rulesDirs)
 	return c
 }

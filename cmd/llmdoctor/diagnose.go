@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
@@ -58,23 +60,28 @@ func newDiagnose() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
 	}
 	f := c.Flags()
+	o.addSourceFlags(f)
+	addOutputFlags(f, &o.format, &o.outputs, &o.color, "text or json")
+	addRuleFlags(f, &o.configPath, &o.rulesDirs)
+	f.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above fires (info, warning, critical)")
+	return c
+}
+
+// addSourceFlags declares the sources diagnose and checklist share.
+func (o *diagnoseOpts) addSourceFlags(f *pflag.FlagSet) {
 	o.prom.add(f)
 	f.StringArrayVar(&o.vllmURLs, "vllm", nil, "vLLM server to scrape (host:port or URL of /metrics); repeatable")
 	f.StringArrayVar(&o.dcgmURLs, "dcgm", nil, "dcgm-exporter to scrape alongside --vllm (host:port or URL); repeatable")
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
 	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
-	f.StringArrayVar(&o.benchFiles, "bench", nil, "vllm bench serve result JSON (--save-result, ideally --save-detailed); repeatable")
-	f.StringArrayVar(&o.requestFiles, "requests", nil, "per-request JSONL or CSV (docs/requests.md); repeatable")
+	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
 	f.StringVar(&o.logFile, "log", "", "vLLM server log to read stats lines from (- for stdin)")
 	f.StringVar(&o.logModel, "log-model", "vllm (from log)", "model name for a --log target (logs do not say)")
-	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
-	addOutputFlags(f, &o.format, &o.outputs, &o.color)
-	addRuleFlags(f, &o.configPath, &o.rulesDirs)
-	f.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above fires (info, warning, critical)")
-	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one diagnosis target")
-	return c
+	f.StringArrayVar(&o.benchFiles, "bench", nil, "vllm bench serve result JSON (--save-result, ideally --save-detailed); repeatable")
+	f.StringArrayVar(&o.requestFiles, "requests", nil, "per-request JSONL or CSV (docs/requests.md); repeatable")
+	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")
 }
 
 func (o *diagnoseOpts) run(stdout io.Writer) error {
@@ -195,32 +202,8 @@ func (o *diagnoseOpts) scrapeLive() (*window.Window, []advisor.Source, error) {
 // Diagnose runs the path from a window (nil: none) and request-level sources
 // to a diagnosis.
 func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options, reqs ...requestSource) *advisor.Diagnosis {
-	if opt.WeightBytes == nil {
-		opt.WeightBytes = cfg.WeightBytes()
-	}
-	if w == nil {
-		w = window.New()
-	}
-	evs := vllm.Build(w, opt) // may add notes to the window
-	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{},
-		Notes: append([]string(nil), w.Notes...)}
-	d.Notes = append(d.Notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
-	evs, notes := attachRequests(evs, reqs)
-	d.Notes = append(d.Notes, notes...)
-	d.Window = advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
-	if !w.Start.IsZero() {
-		s, e := w.Start.UTC(), w.End.UTC()
-		d.Window.Start, d.Window.End = &s, &e
-	}
-	if secs := w.Seconds(); secs == secs {
-		d.Window.Seconds = secs
-	}
-	if w.Points == 2 && len(w.Gauges) > 0 {
-		d.Notes = append(d.Notes, "gauges (running, waiting, KV usage) were sampled only at the window's two ends, so bursts between them are invisible; scrape with --vllm or query --prom for a sampled window")
-	}
-	if w.Cumulative {
-		d.Notes = append(d.Notes, "one snapshot: counts and distributions cover the time since the server started, and rates cannot be computed; give two snapshots for a window")
-	}
+	evs, win, notes := buildEvidence(w, cfg, opt, reqs)
+	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: sources, Targets: []advisor.Target{}, Notes: notes, Window: win}
 	for _, s := range cfg.Expired() {
 		d.Notes = append(d.Notes, fmt.Sprintf("suppression of %s expired on %s and no longer applies", s.Rule, s.Until))
 	}
@@ -310,6 +293,38 @@ func readLog(path, model string) (*window.Window, []advisor.Source, error) {
 		return nil, nil, &exitError{2, err.Error()}
 	}
 	return res.Window, []advisor.Source{{Kind: "log", Path: name, OK: true}}, nil
+}
+
+// buildEvidence is the collector end of every command: window (nil: none)
+// and request files to evidence per target, the window's description and
+// the notes collecting left.
+func buildEvidence(w *window.Window, cfg *rules.Config, opt vllm.Options, reqs []requestSource) ([]*evidence.Evidence, advisor.Window, []string) {
+	if opt.WeightBytes == nil {
+		opt.WeightBytes = cfg.WeightBytes()
+	}
+	if w == nil {
+		w = window.New()
+	}
+	evs := vllm.Build(w, opt) // may add notes to the window
+	notes := append([]string(nil), w.Notes...)
+	notes = append(notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
+	evs, more := attachRequests(evs, reqs)
+	notes = append(notes, more...)
+	win := advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
+	if !w.Start.IsZero() {
+		s, e := w.Start.UTC(), w.End.UTC()
+		win.Start, win.End = &s, &e
+	}
+	if secs := w.Seconds(); !math.IsNaN(secs) {
+		win.Seconds = secs
+	}
+	if w.Points == 2 && len(w.Gauges) > 0 {
+		notes = append(notes, "gauges (running, waiting, KV usage) were sampled only at the window's two ends, so bursts between them are invisible; scrape with --vllm or query --prom for a sampled window")
+	}
+	if w.Cumulative {
+		notes = append(notes, "one snapshot: counts and distributions cover the time since the server started, and rates cannot be computed; give two snapshots for a window")
+	}
+	return evs, win, notes
 }
 
 // requestSource is one request-level file, read.

@@ -13,8 +13,8 @@ import (
 	"github.com/llmdoctor/llmdoctor/rules"
 )
 
-func addOutputFlags(f *pflag.FlagSet, format *string, outputs *[]string, color *string) {
-	f.StringVar(format, "format", "text", "output format on stdout: text or json")
+func addOutputFlags(f *pflag.FlagSet, format *string, outputs *[]string, color *string, formats string) {
+	f.StringVar(format, "format", "text", "output format on stdout: "+formats)
 	f.StringArrayVar(outputs, "output", nil, "also write FORMAT=PATH (e.g. json=diagnosis.json); repeatable")
 	f.StringVar(color, "color", "auto", "colour: auto, always or never (NO_COLOR is honoured)")
 }
@@ -29,7 +29,7 @@ func addRuleFlags(f *pflag.FlagSet, config *string, dirs *[]string) {
 func loadRules(configPath string, dirs []string) (*rules.Set, *rules.Config, error) {
 	set, err := rules.Load(dirs...)
 	if err != nil {
-		return nil, nil, &exitError{2, firstLines(err.Error())}
+		return nil, nil, &exitError{2, strings.TrimSpace(err.Error())}
 	}
 	cfg := &rules.Config{}
 	if configPath == "-" {
@@ -51,9 +51,6 @@ func loadRules(configPath string, dirs []string) (*rules.Set, *rules.Config, err
 	}
 	return set, cfg, nil
 }
-
-// firstLines keeps a multi-error readable: every error is one line already.
-func firstLines(s string) string { return strings.TrimSpace(s) }
 
 func newRulesCmd() *cobra.Command {
 	var dirs []string
