@@ -497,25 +497,29 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 	if !ok {
 		return evidence.Summarise(nil)
 	}
-	var points []float64
+	// Point by point: counts add up across engines and instances, ratios
+	// (KV usage) average.
+	var points, n []float64
 	for _, g := range b.w.Gauges[name] {
 		if !matches(b.sel, g.Labels, false) || !labelPairs(g.Labels, match) {
 			continue
 		}
 		if points == nil {
-			points = make([]float64, len(g.Points))
-			for i := range points {
-				points[i] = math.NaN()
-			}
+			points, n = make([]float64, len(g.Points)), make([]float64, len(g.Points))
 		}
 		for i, p := range g.Points {
-			if i >= len(points) || math.IsNaN(p) {
-				continue
+			if i < len(points) && evidence.Present(p) {
+				points[i] += p
+				n[i]++
 			}
-			if math.IsNaN(points[i]) {
-				points[i] = 0
-			}
-			points[i] += p
+		}
+	}
+	for i := range points {
+		switch {
+		case n[i] == 0:
+			points[i] = math.NaN()
+		case ByKey(key).Ratio():
+			points[i] /= n[i]
 		}
 	}
 	s := evidence.Summarise(points)

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -124,5 +125,22 @@ func TestSeriesWithoutModelNameAreLeftOutWithANote(t *testing.T) {
 	ev := Build(w, Options{})
 	if len(ev) != 1 || ev[0].Target.Model != "a" || len(w.Notes) != 1 {
 		t.Fatalf("targets %d notes %v", len(ev), w.Notes)
+	}
+}
+
+// KV usage is a share: twenty replicas at 6% are at 6%, not 120%.
+func TestRatioGaugesAverageCountsAdd(t *testing.T) {
+	w := win()
+	for i := 0; i < 20; i++ {
+		l := window.Labels{"model_name": "m", "instance": fmt.Sprintf("i%d", i)}
+		w.Gauges["vllm:kv_cache_usage_perc"] = append(w.Gauges["vllm:kv_cache_usage_perc"], gauge(0.06, l))
+		w.Gauges["vllm:num_requests_running"] = append(w.Gauges["vllm:num_requests_running"], gauge(30, l))
+	}
+	e := Build(w, Options{})[0]
+	if kv := e.Values.Resource.KVUsage.Mean; math.Abs(kv-0.06) > 1e-12 {
+		t.Fatalf("fleet KV usage %v, want 0.06", kv)
+	}
+	if r := e.Values.Service.Running.Mean; r != 600 {
+		t.Fatalf("fleet running %v, want 600", r)
 	}
 }

@@ -30,6 +30,10 @@ type Metric struct {
 	Obtain string
 }
 
+// Ratio reports gauges that are shares (KV usage, hit rates): averaged
+// across engines and instances, where counts are summed.
+func (m Metric) Ratio() bool { return m.Key == KVUsage || m.Key == PrefixHitGauge }
+
 // Catalogue keys.
 const (
 	TTFT            = "ttft"
