@@ -90,7 +90,7 @@ var docs = map[string]node{
 	"service.waiting_outlier_ratio":  {"ratio", "the largest mean waiting queue of one instance, plus one, over the median of the others', plus one", "two or more instances of the same model"},
 	"service.iteration_tokens":       {"tokens", "tokens per engine step (batch size in tokens)", "vllm:iteration_tokens_total (a histogram)"},
 
-	"resource.kv_usage":           {"ratio", "fraction of KV cache blocks in use", "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)"},
+	"resource.kv_usage":           {"ratio", "fraction of KV cache blocks in use (averaged over engines and instances)", "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)"},
 	"resource.prefix_hit_rate":    {"ratio", "prefix cache hits ÷ queries, in tokens", "vllm:prefix_cache_hits_total and vllm:prefix_cache_queries_total (or the gpu_prefix_cache_* names before 0.12)"},
 	"resource.gpus":               {"count", "GPUs whose DCGM series belong to the target", "scrape dcgm-exporter (--dcgm URL) or query it through Prometheus"},
 	"resource.dram_active":        {"ratio", "share of cycles the GPU memory interface moved data (DRAM_ACTIVE); about 0.8 is the practical ceiling", "DCGM_FI_PROF_DRAM_ACTIVE (DRAM_UTIL_RATIO in exporter 4.9+): profiling metrics must be enabled"},
