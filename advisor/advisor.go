@@ -251,16 +251,32 @@ func explain(fs []Finding, results []rules.Result) {
 			fs[i].ExplainedBy = by
 		}
 	}
-	// A cause that is itself explained passes its effects up to its own cause.
+	// Rules that explain each other (user rules can) would leave no root
+	// cause: a finding whose chain of causes comes back to it stays a cause.
+	by := map[string]string{}
+	for _, f := range fs {
+		by[f.Rule] = f.ExplainedBy
+	}
 	for i := range fs {
-		if fs[i].ExplainedBy == "" {
-			continue
-		}
-		for _, c := range fs {
-			if c.Rule == fs[i].ExplainedBy && c.ExplainedBy != "" && c.ExplainedBy != fs[i].Rule {
-				fs[i].ExplainedBy = c.ExplainedBy
+		seen := map[string]bool{fs[i].Rule: true}
+		for c := by[fs[i].Rule]; c != ""; c = by[c] {
+			if seen[c] {
+				fs[i].ExplainedBy = ""
+				break
 			}
+			seen[c] = true
 		}
+	}
+	// A cause that is itself explained passes its effects up to its root.
+	for _, f := range fs {
+		by[f.Rule] = f.ExplainedBy
+	}
+	for i := range fs {
+		root := fs[i].ExplainedBy
+		for steps := 0; root != "" && by[root] != "" && steps < len(fs); steps++ {
+			root = by[root]
+		}
+		fs[i].ExplainedBy = root
 	}
 }
 

@@ -106,3 +106,29 @@ func TestSameBottleneckSpeaksOnce(t *testing.T) {
 		t.Fatalf("next %+v", d.Next)
 	}
 }
+
+// Rules that explain each other must not leave the diagnosis without a cause.
+func TestExplainCycleKeepsACause(t *testing.T) {
+	a := rule(t, "team/a", "queueing", "critical", "prefill", "")
+	b := rule(t, "team/b", "prefill", "critical", "queueing", "")
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.6), fired(b, 0.4)})
+	if d.Primary.Status != "found" || d.Primary.Rule != "team/a" {
+		t.Fatalf("primary %+v, findings %+v", d.Primary, d.Findings)
+	}
+}
+
+// Effects of an explained cause pass up to the root.
+func TestExplainChainsToTheRoot(t *testing.T) {
+	kv := rule(t, "kv/x", "kv-capacity", "critical", "prefill-interference", "")
+	st := rule(t, "interference/x", "prefill-interference", "critical", "queueing", "")
+	q := rule(t, "queue/x", "queueing", "critical", "", "")
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(st, 0.5), fired(kv, 0), fired(q, 0.9)})
+	if d.Primary.Rule != "kv/x" {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+	for _, f := range d.Findings {
+		if f.Rule == "queue/x" && f.ExplainedBy != "kv/x" {
+			t.Fatalf("queue explained by %q, want the root kv/x", f.ExplainedBy)
+		}
+	}
+}
