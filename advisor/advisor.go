@@ -261,7 +261,9 @@ func explain(fs []Finding, results []rules.Result) {
 		seen := map[string]bool{fs[i].Rule: true}
 		for c := by[fs[i].Rule]; c != ""; c = by[c] {
 			if seen[c] {
-				fs[i].ExplainedBy = ""
+				if c == fs[i].Rule {
+					fs[i].ExplainedBy = ""
+				}
 				break
 			}
 			seen[c] = true
