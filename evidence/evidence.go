@@ -79,6 +79,10 @@ type Stage struct {
 	// DecodeFloor is the fastest possible time per output token: weight
 	// bytes over the target's total peak memory bandwidth.
 	DecodeFloor float64 `expr:"decode_floor"`
+	// TTFTP99Steps is TTFT p99 step by step through the window, and
+	// TTFTP99Trend its fitted change from start to end relative to its mean.
+	TTFTP99Steps Series  `expr:"ttft_p99_steps"`
+	TTFTP99Trend float64 `expr:"ttft_p99_trend"`
 	// ITLStalls counts inter-token gaps over 500 ms: one per stalled stream.
 	ITLStalls float64 `expr:"itl_stalls"`
 }

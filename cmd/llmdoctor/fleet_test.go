@@ -66,3 +66,40 @@ func TestFleetOutlierNamesTheInstance(t *testing.T) {
 		t.Fatalf("%d members", len(tg.Members))
 	}
 }
+
+// Past capacity the TTFT tail climbs step by step: the trend rule sees it
+// where window averages cannot.
+func TestOverloadShowsRisingTail(t *testing.T) {
+	sc, _ := sim.Load("queue-bound")
+	sc.Workload.Rate = 16
+	e, err := sim.New(sc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.AdvanceTo(sc.Warmup.Seconds())
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	hs := &http.Server{Handler: sim.NewServer(e, sc.Duration/demoScrapes, 0).Handler()}
+	go hs.Serve(ln)
+	defer hs.Close()
+	s := &scrape.Scraper{URLs: []string{"http://" + ln.Addr().String() + "/metrics"}, Interval: 2 * time.Millisecond,
+		Scrapes: demoScrapes, Sequential: true}
+	w, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, cfg, _ := loadRules("-", nil)
+	d := Diagnose(w, nil, set, cfg, vllm.Options{})
+	tg := d.Targets[0]
+	fired := false
+	for _, f := range tg.Findings {
+		if f.Rule == "tail/rising" {
+			fired = true
+			if f.Evidence["stage.ttft_p99_trend"] < 1 {
+				t.Fatalf("trend %v", f.Evidence["stage.ttft_p99_trend"])
+			}
+		}
+	}
+	if !fired || tg.Primary.Bottleneck != "queueing" {
+		t.Fatalf("primary %s, findings %+v", tg.Primary.Bottleneck, tg.Findings)
+	}
+}

@@ -146,11 +146,16 @@ func TestPromMatchesSnapshots(t *testing.T) {
 			if n := num(pt.Evidence, "service", "finished"); !(n > 100) || math.IsNaN(num(pt.Evidence, "stage", "ttft", "p99")) {
 				t.Fatalf("--prom read too little: finished %v", n)
 			}
+			// Behaviour over time: one p99 per 15 s step of the 15-minute window,
+			// where a step holds at least 10 first tokens.
+			sc, _ := sim.Load(name)
+			if n := num(pt.Evidence, "stage", "ttft_p99_steps", "samples"); sc.Workload.Rate >= 2 && (!(n >= 55) || math.IsNaN(num(pt.Evidence, "stage", "ttft_p99_trend"))) {
+				t.Errorf("--prom gave %v per-step p99 values at %v req/s", n, sc.Workload.Rate)
+			}
 			if pt.Primary.Bottleneck != st.Primary.Bottleneck {
 				t.Errorf("--prom says %s (%s), --snapshot says %s (%s)", pt.Primary.Bottleneck, pt.Primary.Rule,
 					st.Primary.Bottleneck, st.Primary.Rule)
 			}
-			sc, _ := sim.Load(name)
 			if want := sc.Expect; pt.Primary.Bottleneck != want && !contains(sc.Also, pt.Primary.Bottleneck) {
 				t.Errorf("--prom verdict %s, scenario expects %s", pt.Primary.Bottleneck, want)
 			}

@@ -260,6 +260,18 @@ func (c *Collector) histogram(ctx context.Context, w *window.Window, mu *sync.Mu
 	if err != nil {
 		return err
 	}
+	var perStep model.Matrix
+	if window.StepFamilies[name] {
+		// Each step's increase, at the window's points: behaviour over time.
+		c.sent.Add(1)
+		q := fmt.Sprintf("sum by (%s, le) (increase(%s[%s]))", keep, c.sel(name+"_bucket"), model.Duration(c.opt.Step))
+		val, warns, _, err := c.api.QueryRange(ctx, q, v1.Range{Start: w.Start, End: w.End, Step: c.opt.Step})
+		if err != nil {
+			return c.explain(err, q)
+		}
+		c.warn(warns)
+		perStep, _ = val.(model.Matrix)
+	}
 	sums, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (increase(%s[%s]))", keep, c.sel(name+"_sum"), c.rng()))
 	if err != nil {
 		return err
@@ -291,6 +303,22 @@ func (c *Collector) histogram(ctx context.Context, w *window.Window, mu *sync.Mu
 	}
 	for _, s := range counts {
 		get(s.Metric).Count = float64(s.Value)
+	}
+	for _, s := range perStep {
+		le, err := parseLE(string(s.Metric["le"]))
+		if err != nil {
+			continue
+		}
+		h := get(s.Metric)
+		if h.Steps == nil {
+			h.Steps = make([][]window.Bucket, w.Points)
+		}
+		for _, p := range s.Values {
+			i := int(math.Round(float64(p.Timestamp.Time().Sub(w.Start)) / float64(c.opt.Step)))
+			if i >= 1 && i < len(h.Steps) {
+				h.Steps[i] = append(h.Steps[i], window.Bucket{UpperBound: le, Count: float64(p.Value)})
+			}
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -88,6 +88,9 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 				}
 			}
 			h := histIncrease(seq, w.Cumulative)
+			if window.StepFamilies[name] && len(snaps) > 2 {
+				h.Steps = steps(snaps, name, key)
+			}
 			h.Labels = label(h.Labels)
 			w.Histograms[name] = append(w.Histograms[name], h)
 		}
@@ -100,6 +103,27 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 		}
 	}
 	return w
+}
+
+// steps returns each step's bucket increase for one series, nil where the
+// series is absent or restarted.
+func steps(snaps []*Snapshot, name, key string) [][]window.Bucket {
+	out := make([][]window.Bucket, len(snaps))
+	for i := 1; i < len(snaps); i++ {
+		cur, ok1 := snaps[i].Histograms[name][key]
+		prev, ok0 := snaps[i-1].Histograms[name][key]
+		if !ok1 {
+			continue
+		}
+		if !ok0 {
+			prev = histSample{}
+		}
+		h := histIncrease([]*histSample{&prev, &cur}, false)
+		if h.Resets == 0 {
+			out[i] = h.Buckets
+		}
+	}
+	return out
 }
 
 // histIncrease adds up bucket increases between consecutive samples; a drop

@@ -382,6 +382,7 @@ func buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Eviden
 	v.Stage.Inference = b.dist(InferenceTime, "stage.inference")
 	v.Stage.ITL = b.dist(StepLatency, "stage.itl")
 	v.Stage.TPOT = b.dist(RequestTPOT, "stage.tpot")
+	b.ttftTrend()
 	if bk, name := b.buckets(StepLatency); bk != nil {
 		v.Stage.ITLStalls = window.CountAbove(0.5, bk)
 		b.cite("stage.itl_stalls", name)
@@ -462,6 +463,87 @@ func (b *builder) sumHist(key string) (buckets []window.Bucket, sum, count float
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].UpperBound < buckets[j].UpperBound })
 	return buckets, sum, count, name
+}
+
+// ttftTrend sums the TTFT histogram step by step over the target's series
+// and reads p99 per step and its trend across the window.
+func (b *builder) ttftTrend() {
+	name, ok := present(b.w, ByKey(TTFT))
+	if !ok {
+		return
+	}
+	var steps []map[float64]float64
+	for _, h := range b.w.Histograms[name] {
+		if !matches(b.sel, h.Labels, false) || h.Steps == nil {
+			continue
+		}
+		if steps == nil {
+			steps = make([]map[float64]float64, len(h.Steps))
+		}
+		for i, st := range h.Steps {
+			if i >= len(steps) || st == nil {
+				continue
+			}
+			if steps[i] == nil {
+				steps[i] = map[float64]float64{}
+			}
+			for _, bk := range st {
+				steps[i][bk.UpperBound] += bk.Count
+			}
+		}
+	}
+	p99 := make([]float64, len(steps))
+	var xs, ys []float64
+	for i, m := range steps {
+		p99[i] = math.NaN()
+		if m == nil {
+			continue
+		}
+		bk := make([]window.Bucket, 0, len(m))
+		total := 0.0
+		for le, c := range m {
+			bk = append(bk, window.Bucket{UpperBound: le, Count: c})
+			total = math.Max(total, c) // cumulative: the +Inf bucket holds all
+		}
+		if total < 10 {
+			continue // too few first tokens in this step to place a p99
+		}
+		if q := window.Quantile(0.99, bk); evidence.Present(q) {
+			p99[i] = q
+			xs, ys = append(xs, float64(i)), append(ys, q)
+		}
+	}
+	if len(xs) < 2 {
+		return
+	}
+	b.v.Stage.TTFTP99Steps = evidence.Summarise(p99)
+	b.cite("stage.ttft_p99_steps", name)
+	if len(xs) >= 4 {
+		slope, mean := leastSquares(xs, ys)
+		if mean > 0 {
+			b.v.Stage.TTFTP99Trend = slope * (xs[len(xs)-1] - xs[0]) / mean
+			b.e.Cite("stage.ttft_p99_trend", evidence.Source{Metric: name, From: b.w.From, Note: "least-squares slope of per-step p99 × window ÷ mean"})
+		}
+	}
+}
+
+func leastSquares(xs, ys []float64) (slope, meanY float64) {
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	n := float64(len(xs))
+	mx, my = mx/n, my/n
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if sxx == 0 {
+		return 0, my
+	}
+	return sxy / sxx, my
 }
 
 // buckets returns the summed buckets of a histogram, or nil.

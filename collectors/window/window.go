@@ -59,6 +59,9 @@ type Histogram struct {
 	Sum     float64
 	Count   float64
 	Resets  int
+	// Steps, when kept, holds the cumulative bucket increase of each step:
+	// Steps[i] covers the time from point i−1 to point i (Steps[0] is nil).
+	Steps [][]Bucket
 }
 
 // Info is an info-style series (value 1, meaning in labels).
@@ -109,6 +112,10 @@ func (w *Window) Seconds() float64 {
 	}
 	return w.End.Sub(w.Start).Seconds()
 }
+
+// StepFamilies are the histograms whose per-step increases collectors keep,
+// for behaviour over the window (TTFT p99 per step).
+var StepFamilies = map[string]bool{"vllm:time_to_first_token_seconds": true}
 
 // CounterIncrease returns the increase of a counter from its samples, treating
 // any drop as a restart from zero, as Prometheus's increase() does (without
