@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -12,11 +11,7 @@ import (
 )
 
 // ChecklistJSON writes the checklist contract (schema llmdoctor.checklist/v1).
-func ChecklistJSON(w io.Writer, c *advisor.Checklist) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(c)
-}
+func ChecklistJSON(w io.Writer, c *advisor.Checklist) error { return writeJSON(w, c) }
 
 func itemMark(status string) string {
 	switch status {

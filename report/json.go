@@ -10,8 +10,10 @@ import (
 )
 
 // JSON writes the diagnosis in its contract form (schema llmdoctor.diagnosis/v1).
-func JSON(w io.Writer, d *advisor.Diagnosis) error {
+func JSON(w io.Writer, d *advisor.Diagnosis) error { return writeJSON(w, d) }
+
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(d)
+	return enc.Encode(v)
 }

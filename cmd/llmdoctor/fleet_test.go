@@ -14,14 +14,18 @@ import (
 	"github.com/llmdoctor/llmdoctor/sim"
 )
 
-// serveScenario starts a step-mode simulator on a loopback port.
-func serveScenario(t *testing.T, name string, seed int64) string {
+// serveScenario starts a step-mode simulator on a loopback port; change,
+// when given, adjusts the scenario first.
+func serveScenario(t *testing.T, name string, seed int64, change ...func(*sim.Scenario)) string {
 	t.Helper()
 	sc, err := sim.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc.Seed = seed
+	for _, c := range change {
+		c(sc)
+	}
 	e, err := sim.New(sc, false)
 	if err != nil {
 		t.Fatal(err)
@@ -70,19 +74,8 @@ func TestFleetOutlierNamesTheInstance(t *testing.T) {
 // Past capacity the TTFT tail climbs step by step: the trend rule sees it
 // where window averages cannot.
 func TestOverloadShowsRisingTail(t *testing.T) {
-	sc, _ := sim.Load("queue-bound")
-	sc.Workload.Rate = 16
-	e, err := sim.New(sc, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.AdvanceTo(sc.Warmup.Seconds())
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	hs := &http.Server{Handler: sim.NewServer(e, sc.Duration/demoScrapes, 0).Handler()}
-	go hs.Serve(ln)
-	defer hs.Close()
-	s := &scrape.Scraper{URLs: []string{"http://" + ln.Addr().String() + "/metrics"}, Interval: 2 * time.Millisecond,
-		Scrapes: demoScrapes, Sequential: true}
+	url := serveScenario(t, "queue-bound", 1, func(sc *sim.Scenario) { sc.Workload.Rate = 16 })
+	s := &scrape.Scraper{URLs: []string{url}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true}
 	w, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

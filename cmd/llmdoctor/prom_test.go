@@ -283,20 +283,26 @@ func withInstances(t testing.TB, src, dst string, n int) {
 	flush()
 }
 
+// fleetWindow writes one queue-bound instance's 15-minute window as
+// OpenMetrics (1-minute samples) and returns it with the window's end.
+func fleetWindow(tb testing.TB, dir string) (om, end string) {
+	sc, _ := sim.Load("queue-bound")
+	sc.Warmup, sc.Duration = time.Minute, 15*time.Minute
+	om = filepath.Join(dir, "one.om")
+	f, _ := os.Create(om)
+	if err := (sim.Offline{OpenMetrics: f, Step: time.Minute}).Run(sc); err != nil {
+		tb.Fatal(err)
+	}
+	f.Close()
+	return om, strconv.FormatInt(sim.Epoch.Add(sc.Warmup+sc.Duration).Unix(), 10)
+}
+
 // The number of queries does not grow with the number of instances, and a
 // fleet of identical replicas is diagnosed like one of them.
 func TestQueryCountIndependentOfInstances(t *testing.T) {
 	promtest.Need(t)
-	sc, _ := sim.Load("queue-bound")
-	sc.Warmup, sc.Duration = time.Minute, 15*time.Minute
 	dir := t.TempDir()
-	om := filepath.Join(dir, "one.om")
-	f, _ := os.Create(om)
-	if err := (sim.Offline{OpenMetrics: f, Step: time.Minute}).Run(sc); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	end := strconv.FormatInt(sim.Epoch.Add(sc.Warmup+sc.Duration).Unix(), 10)
+	om, end := fleetWindow(t, dir)
 	queries := map[int]int{}
 	verdict := map[int]string{}
 	for _, n := range []int{1, 20} {
@@ -322,16 +328,8 @@ func TestQueryCountIndependentOfInstances(t *testing.T) {
 // issued and wall time per diagnosis.
 func BenchmarkPromFleet(b *testing.B) {
 	promtest.Need(b)
-	sc, _ := sim.Load("queue-bound")
-	sc.Warmup, sc.Duration = time.Minute, 15*time.Minute
 	dir := b.TempDir()
-	om := filepath.Join(dir, "one.om")
-	f, _ := os.Create(om)
-	if err := (sim.Offline{OpenMetrics: f, Step: time.Minute}).Run(sc); err != nil {
-		b.Fatal(err)
-	}
-	f.Close()
-	end := strconv.FormatInt(sim.Epoch.Add(sc.Warmup+sc.Duration).Unix(), 10)
+	om, end := fleetWindow(b, dir)
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
 			src := filepath.Join(dir, fmt.Sprintf("fleet%d.om", n))
