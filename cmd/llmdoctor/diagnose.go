@@ -53,9 +53,11 @@ func newDiagnose() *cobra.Command {
 	o := &diagnoseOpts{}
 	c := &cobra.Command{
 		Use:   "diagnose",
-		Short: "Diagnose a vLLM server from live scrapes or saved snapshots",
-		Example: "  llmdoctor diagnose --vllm http://127.0.0.1:8000 --duration 2m\n" +
-			"  llmdoctor diagnose --snapshot start.prom --snapshot end.prom --snapshot-interval 15m --format json",
+		Short: "Diagnose vLLM from Prometheus, live scrapes, snapshots, logs or benchmark results",
+		Example: "  llmdoctor diagnose --prom http://prometheus:9090 --window 15m --selector 'namespace=\"prod\"'\n" +
+			"  llmdoctor diagnose --vllm http://127.0.0.1:8000 --dcgm 127.0.0.1:9400 --duration 2m\n" +
+			"  llmdoctor diagnose --snapshot start.prom --snapshot end.prom --snapshot-interval 15m --format json\n" +
+			"  llmdoctor diagnose --log vllm.log --bench run.json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
 	}

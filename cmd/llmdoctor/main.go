@@ -48,9 +48,10 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "llmdoctor",
 		Short: "Where your LLM server's latency goes, and what to change first",
-		Long: "llmdoctor reads what a vLLM deployment already exposes — Prometheus metrics, saved\n" +
-			"snapshots — builds one evidence model, runs declarative rules over it and reports\n" +
-			"the likely bottleneck, the numbers that prove it, and the next step, cheapest first.",
+		Long: "llmdoctor reads what a vLLM deployment already exposes — Prometheus, /metrics, DCGM\n" +
+			"GPU metrics, server logs, benchmark results — builds one evidence model, runs\n" +
+			"declarative rules over it and reports the likely bottleneck, the numbers that prove\n" +
+			"it, and the next step, cheapest first. Start with: llmdoctor demo",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
