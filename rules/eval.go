@@ -249,21 +249,20 @@ type GPUConfig struct {
 
 // PeakBandwidths returns the configured GPU bandwidths by modelName.
 func (c *Config) PeakBandwidths() map[string]float64 {
-	out := map[string]float64{}
-	for name, g := range c.GPUs {
-		if g.PeakBandwidth > 0 {
-			out[name] = g.PeakBandwidth
-		}
-	}
-	return out
+	return positive(c.GPUs, func(g GPUConfig) float64 { return g.PeakBandwidth })
 }
 
 // WeightBytes returns the configured model sizes by served name.
 func (c *Config) WeightBytes() map[string]float64 {
+	return positive(c.Models, func(m ModelConfig) float64 { return m.WeightBytes })
+}
+
+// positive keeps the entries whose value is set.
+func positive[T any](m map[string]T, value func(T) float64) map[string]float64 {
 	out := map[string]float64{}
-	for name, m := range c.Models {
-		if m.WeightBytes > 0 {
-			out[name] = m.WeightBytes
+	for name, x := range m {
+		if v := value(x); v > 0 {
+			out[name] = v
 		}
 	}
 	return out
