@@ -64,6 +64,9 @@ type Target struct {
 	Members    []Member        `json:"members,omitempty"`
 	// Skipped are rules left out because a whole source is absent.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Inconsistencies are contradictions in the evidence; rules that would
+	// read the values they name did not run.
+	Inconsistencies []evidence.Inconsistency `json:"inconsistencies,omitempty"`
 	// Curves are small point series for charts (prompt_ttft: median TTFT
 	// by prompt length).
 	Curves map[string][][2]float64 `json:"curves,omitempty"`
@@ -80,6 +83,17 @@ type Primary struct {
 	Status string `json:"status"`
 	// Unchecked are the critical rules that could not run.
 	Unchecked []string `json:"unchecked,omitempty"`
+	// Impact is the share of latency the verdict's stage holds.
+	Impact *float64 `json:"impact,omitempty"`
+	// Bounded are deciding rules that lacked inputs but could not have
+	// fired, with why; a healthy verdict may rest on them.
+	Bounded []Bounded `json:"bounded,omitempty"`
+}
+
+// Bounded is a rule quiet by a bound on its missing inputs.
+type Bounded struct {
+	Rule string `json:"rule"`
+	Why  string `json:"why"`
 }
 
 // Finding is a fired rule.
@@ -91,13 +105,25 @@ type Finding struct {
 	Message    string             `json:"message"`
 	Evidence   map[string]float64 `json:"evidence"`
 	Sources    map[string]string  `json:"sources,omitempty"`
-	Impact     float64            `json:"impact,omitempty"`
+	// Stage is the part of latency the finding's bottleneck holds or slows;
+	// Impact that part's share (absent when unknown), raised to the largest
+	// share among the findings it explains.
+	Stage  string   `json:"stage,omitempty"`
+	Impact *float64 `json:"impact,omitempty"`
+	// Capped says why a critical finding was lowered to a warning and cannot
+	// be the verdict: its stage holds too little of the latency.
+	Capped string `json:"capped,omitempty"`
 	Next       []rules.Step       `json:"next"`
 	Docs       string             `json:"docs"`
 	// ExplainedBy names the finding whose bottleneck causes this one.
 	ExplainedBy string `json:"explained_by,omitempty"`
 	Suppressed  string `json:"suppressed,omitempty"`
 	sev         rules.Severity
+	// impact is Impact as a number, NaN when unknown; capped is true when
+	// the finding may not be the verdict.
+	impact float64
+	capped bool
+	layer  string
 }
 
 // Step is a merged next step with the findings it comes from.
@@ -114,6 +140,8 @@ type Gap struct {
 	Missing  []string        `json:"missing"`
 	How      string          `json:"how"`
 	Details  []rules.Missing `json:"details"`
+	// Bounded says why the missing inputs could not have made the rule fire.
+	Bounded string `json:"bounded,omitempty"`
 }
 
 // LatencyMap splits mean TTFT into its parts; missing parts are absent.
@@ -129,6 +157,10 @@ type LatencyMap struct {
 	// of it spent outside the server.
 	ClientTTFT   *float64 `json:"client_ttft_mean,omitempty"`
 	NetworkShare *float64 `json:"network_share,omitempty"`
+	// TTFTExcludesQueue: the server's TTFT leaves out queue wait, so TTFT
+	// here is queue + the server's TTFT, and front is the server's TTFT −
+	// prefill.
+	TTFTExcludesQueue bool `json:"ttft_excludes_queue,omitempty"`
 }
 
 // Skip groups the rules skipped for lack of one source.
@@ -143,6 +175,8 @@ type Checks struct {
 	Fired        int `json:"fired"`
 	Quiet        int `json:"quiet"`
 	Insufficient int `json:"insufficient"`
+	// Bounded of the quiet ones lacked inputs that bounds showed could not matter.
+	Bounded int `json:"bounded"`
 }
 
 // Member is a per-instance or per-engine breakdown, with its key numbers.
@@ -154,14 +188,26 @@ type Member struct {
 var memberFields = []string{"stage.ttft.p99", "stage.queue.mean", "service.waiting.mean", "service.running.mean",
 	"resource.kv_usage.mean", "service.preemptions"}
 
-// Advise builds the diagnosis of one target from its evidence and results.
-func Advise(e *evidence.Evidence, results []rules.Result) Target {
-	t := Target{Target: e.Target, Findings: []Finding{}, Gaps: []Gap{}, Next: []Step{}}
+// Advise builds the diagnosis of one target from its evidence and results;
+// cfg gives the minimum share of latency a verdict needs (nil: default).
+func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Target {
+	t := Target{Target: e.Target, Findings: []Finding{}, Gaps: []Gap{}, Next: []Step{},
+		Inconsistencies: e.Inconsistencies}
 	var unchecked []string
+	var bounded []Bounded
 	for _, r := range results {
 		switch r.Outcome {
 		case rules.Quiet:
 			t.Checks.Quiet++
+			if r.Bound != "" {
+				t.Checks.Bounded++
+				g := gapOf(r)
+				g.Bounded = r.Bound
+				t.Gaps = append(t.Gaps, g)
+				if rules.Deciding(r) {
+					bounded = append(bounded, Bounded{Rule: r.Rule.ID, Why: r.Bound})
+				}
+			}
 		case rules.Skipped:
 			t.Skipped = addSkip(t.Skipped, r)
 		case rules.Insufficient:
@@ -181,8 +227,9 @@ func Advise(e *evidence.Evidence, results []rules.Result) Target {
 		}
 	}
 	explain(t.Findings, results)
+	weigh(t.Findings, cfg.MinShareOrDefault())
 	sort.SliceStable(t.Findings, func(i, j int) bool { return less(t.Findings[i], t.Findings[j]) })
-	t.Primary = primary(t.Findings, unchecked)
+	t.Primary = primary(t.Findings, unchecked, bounded)
 	t.Next = mergeSteps(t.Findings)
 	t.Conditions = conditions(e)
 	t.LatencyMap = latencyMap(e)
@@ -216,8 +263,9 @@ func addSkip(l []Skip, r rules.Result) []Skip {
 
 func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	f := Finding{Rule: r.Rule.ID, Severity: r.Severity.String(), sev: r.Severity, Bottleneck: r.Rule.Bottleneck,
-		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Impact: round(r.Impact),
+		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage, impact: r.Impact, layer: r.Rule.Layer,
 		Next: r.Rule.Next, Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed, Sources: map[string]string{}}
+	f.Impact = share(r.Impact)
 	if f.Next == nil {
 		f.Next = []rules.Step{}
 	}
@@ -229,7 +277,48 @@ func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	return f
 }
 
-func round(x float64) float64 { return math.Round(x*1000) / 1000 }
+// share rounds a known share for JSON; nil when unknown.
+func share(x float64) *float64 {
+	if !evidence.Present(x) {
+		return nil
+	}
+	r := math.Round(x*1000) / 1000
+	return &r
+}
+
+// weigh gives each root cause the largest share among itself and the
+// findings it explains, then caps: a finding whose share is known and under
+// minShare cannot be critical or the verdict.
+func weigh(fs []Finding, minShare float64) {
+	for i := range fs {
+		if fs[i].ExplainedBy != "" {
+			continue
+		}
+		for _, g := range fs {
+			if g.ExplainedBy == fs[i].Rule && evidence.Present(g.impact) &&
+				(!evidence.Present(fs[i].impact) || g.impact > fs[i].impact) {
+				fs[i].impact = g.impact
+			}
+		}
+		fs[i].Impact = share(fs[i].impact)
+	}
+	for i := range fs {
+		f := &fs[i]
+		if !evidence.Present(f.impact) || f.impact >= minShare {
+			continue
+		}
+		f.capped = true
+		why := fmt.Sprintf("its stage (%s) holds %s of the latency, under the %s a verdict needs", f.Stage,
+			pct(f.impact), pct(minShare))
+		if f.sev == rules.Critical {
+			f.sev, f.Severity = rules.Warning, rules.Warning.String()
+			why = "lowered from critical: " + why
+		}
+		f.Capped = why
+	}
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }
 
 // explain marks findings whose bottleneck another fired finding explains.
 // A finding that is itself explained cannot explain others.
@@ -282,38 +371,73 @@ func explain(fs []Finding, results []rules.Result) {
 	}
 }
 
-// less orders root causes before the findings they explain, then by
-// severity, then by the share of latency accounted for, then by id.
+// less orders root causes before the findings they explain, findings that
+// may be the verdict before capped ones, then by severity (a confirmed
+// dominant stage before a lead), then by the share of latency accounted for
+// (unknown last), then by id.
 func less(a, b Finding) bool {
 	if (a.ExplainedBy == "") != (b.ExplainedBy == "") {
 		return a.ExplainedBy == ""
 	}
+	if a.capped != b.capped {
+		return !a.capped
+	}
 	if a.sev != b.sev {
 		return a.sev > b.sev
 	}
-	if a.Impact != b.Impact {
-		return a.Impact > b.Impact
+	ka, kb := evidence.Present(a.impact), evidence.Present(b.impact)
+	if ka != kb {
+		return ka
+	}
+	if ka && a.impact != b.impact {
+		return a.impact > b.impact
+	}
+	// At one share, the finding that measures the stage itself speaks
+	// before those that point at it.
+	if la, lb := a.layer == "stage", b.layer == "stage"; la != lb {
+		return la
 	}
 	return a.Rule < b.Rule
 }
 
-func primary(fs []Finding, unchecked []string) Primary {
+func primary(fs []Finding, unchecked []string, bounded []Bounded) Primary {
 	for _, f := range fs {
-		if f.ExplainedBy != "" || f.Bottleneck == "none" || f.sev < rules.Warning {
+		if f.ExplainedBy != "" || f.capped || f.Bottleneck == "none" || f.sev < rules.Warning {
 			continue
 		}
-		p := Primary{Bottleneck: f.Bottleneck, Rule: f.Rule, Summary: f.Title, Status: "found", Unchecked: unchecked}
+		p := Primary{Bottleneck: f.Bottleneck, Rule: f.Rule, Summary: f.Title, Status: "found", Unchecked: unchecked,
+			Impact: f.Impact}
 		if n := countExplained(fs, f.Rule); n > 0 {
 			p.Summary += fmt.Sprintf(" (explains %d other finding%s)", n, plural(n))
 		}
 		return p
 	}
 	if len(unchecked) > 0 {
-		return Primary{Bottleneck: "unknown", Status: "inconclusive", Unchecked: unchecked,
+		return Primary{Bottleneck: "unknown", Status: "inconclusive", Unchecked: unchecked, Bounded: bounded,
 			Summary: fmt.Sprintf("No bottleneck found in what could be checked, but %d deciding check%s could not run (%s): see gaps",
 				len(unchecked), plural(len(unchecked)), strings.Join(unchecked, ", "))}
 	}
-	return Primary{Bottleneck: "none", Status: "healthy", Summary: "No bottleneck above info: every deciding check ran and none fired"}
+	p := Primary{Bottleneck: "none", Status: "healthy", Bounded: bounded,
+		Summary: "No bottleneck above info: every deciding check ran and none fired"}
+	capped := 0
+	for _, f := range fs {
+		if f.capped && f.ExplainedBy == "" {
+			capped++
+		}
+	}
+	switch {
+	case capped > 0:
+		p.Summary = fmt.Sprintf("No bottleneck holds a significant share of latency: %d finding%s concern%s a stage under the share a verdict needs",
+			capped, plural(capped), map[bool]string{true: "s", false: ""}[capped == 1])
+	case len(bounded) > 0:
+		var ids []string
+		for _, b := range bounded {
+			ids = append(ids, b.Rule)
+		}
+		p.Summary = fmt.Sprintf("No bottleneck: every deciding check ran or, for %s, what was measured shows it could not fire (see gaps)",
+			strings.Join(ids, ", "))
+	}
+	return p
 }
 
 func countExplained(fs []Finding, rule string) int {
@@ -335,7 +459,8 @@ func plural(n int) string {
 
 // mergeSteps merges next steps, cheapest class first. Only root causes
 // count: steps of explained findings treat a symptom (raising max_num_seqs
-// when the KV cache is what is full). Of several findings naming the same
+// when the KV cache is what is full), and capped ones a stage too small to
+// be worth changing. Of several findings naming the same
 // bottleneck, the highest ranked speaks for it, so its advice is not repeated
 // in other words.
 func mergeSteps(fs []Finding) []Step {
@@ -343,7 +468,7 @@ func mergeSteps(fs []Finding) []Step {
 	idx := map[string]int{}
 	spoken := map[string]bool{}
 	for _, f := range fs {
-		if f.ExplainedBy != "" || spoken[f.Bottleneck] {
+		if f.ExplainedBy != "" || f.capped || spoken[f.Bottleneck] {
 			continue
 		}
 		spoken[f.Bottleneck] = true
@@ -394,7 +519,22 @@ func latencyMap(e *evidence.Evidence) LatencyMap {
 		}
 		return &x
 	}
-	return LatencyMap{TTFT: p(v.Stage.TTFT.Mean), Queue: p(v.Stage.Queue.Mean), Prefill: p(v.Stage.Prefill.Mean),
-		Front: p(v.Stage.FrontMean), Decode: p(v.Stage.Decode.Mean), E2E: p(v.Service.E2E.Mean),
+	// Withheld values stay out of the map; a TTFT that excludes queue wait
+	// is completed from the parts, never split into a negative residual.
+	ok := func(path string, x float64) *float64 {
+		if e.Inconsistent(path) != "" {
+			return nil
+		}
+		return p(x)
+	}
+	m := LatencyMap{TTFT: ok("stage.ttft", v.Stage.TTFT.Mean), Queue: ok("stage.queue", v.Stage.Queue.Mean),
+		Prefill: ok("stage.prefill", v.Stage.Prefill.Mean), Front: p(v.Stage.FrontMean),
+		Decode: ok("stage.decode", v.Stage.Decode.Mean), E2E: ok("service.e2e", v.Service.E2E.Mean),
 		ClientTTFT: p(v.Service.ClientTTFT.Mean), NetworkShare: p(v.Service.NetworkShare)}
+	for _, in := range e.Inconsistencies {
+		if in.Check == "ttft-excludes-queue" && m.Queue != nil {
+			m.TTFT, m.TTFTExcludesQueue = p(*m.Queue+v.Stage.TTFT.Mean), true
+		}
+	}
+	return m
 }

@@ -2,6 +2,7 @@ package advisor
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 func rule(t *testing.T, id, bottleneck, severity, explains, next string) *rules.Rule {
 	t.Helper()
 	src := "id: " + id + "\ntitle: " + id + " title\nlayer: stage\nbottleneck: " + bottleneck +
-		"\nseverity: " + severity + "\nexplains: [" + explains + "]\nwhen: stage.ttft.mean > 0\nsays: m\nnext:\n" + next
+		"\nseverity: " + severity + "\nstage: queue\nexplains: [" + explains + "]\nwhen: stage.ttft.mean > 0\nsays: m\nnext:\n" + next
 	r, err := rules.Parse(id+".yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +29,7 @@ func fired(r *rules.Rule, impact float64) rules.Result {
 func TestRootCauseBeatsLouderSymptom(t *testing.T) {
 	q := rule(t, "queue/a", "queueing", "critical", "", "  - {do: raise max_num_seqs, cost: config}\n")
 	kv := rule(t, "kv/a", "kv-capacity", "warning", "queueing", "  - {do: fp8 kv, cost: config}\n  - {do: more GPUs, cost: hardware}\n")
-	d := Advise(evidence.New(evidence.Target{Model: "m"}), []rules.Result{fired(q, 0.9), fired(kv, 0)})
+	d := Advise(evidence.New(evidence.Target{Model: "m"}), []rules.Result{fired(q, 0.9), fired(kv, 0)}, nil)
 	if d.Primary.Bottleneck != "kv-capacity" || d.Primary.Rule != "kv/a" {
 		t.Fatalf("primary %+v", d.Primary)
 	}
@@ -45,7 +46,7 @@ func TestRankBySeverityThenImpact(t *testing.T) {
 	a := rule(t, "a/a", "prefill", "warning", "", "")
 	b := rule(t, "b/b", "queueing", "critical", "", "")
 	c := rule(t, "c/c", "cpu-overhead", "critical", "", "")
-	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.9), fired(b, 0.2), fired(c, 0.6)})
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.9), fired(b, 0.2), fired(c, 0.6)}, nil)
 	got := []string{d.Findings[0].Rule, d.Findings[1].Rule, d.Findings[2].Rule}
 	if strings.Join(got, " ") != "c/c b/b a/a" || d.Primary.Rule != "c/c" {
 		t.Fatalf("order %v primary %s", got, d.Primary.Rule)
@@ -57,13 +58,13 @@ func TestHealthyOnlyWhenDecidingRulesRan(t *testing.T) {
 	warn := rule(t, "w/w", "prefill", "warning", "", "")
 	quiet := []rules.Result{{Rule: crit, Outcome: rules.Quiet, Severity: rules.Critical}, {Rule: warn, Outcome: rules.Insufficient, Severity: rules.Warning,
 		Missing: []rules.Missing{{Path: "stage.prefill", Why: "missing", How: "upgrade"}}}}
-	d := Advise(evidence.New(evidence.Target{}), quiet)
+	d := Advise(evidence.New(evidence.Target{}), quiet, nil)
 	if d.Primary.Bottleneck != "none" || d.Primary.Status != "healthy" || len(d.Gaps) != 1 || d.Gaps[0].How != "upgrade" {
 		t.Fatalf("primary %+v gaps %+v", d.Primary, d.Gaps)
 	}
 	unchecked := []rules.Result{{Rule: crit, Outcome: rules.Insufficient, Severity: rules.Critical,
 		Missing: []rules.Missing{{Path: "stage.queue", Why: "missing"}}}}
-	d = Advise(evidence.New(evidence.Target{}), unchecked)
+	d = Advise(evidence.New(evidence.Target{}), unchecked, nil)
 	if d.Primary.Bottleneck != "unknown" || d.Primary.Status != "inconclusive" || !strings.Contains(d.Primary.Summary, "q/q") {
 		t.Fatalf("primary %+v", d.Primary)
 	}
@@ -73,7 +74,7 @@ func TestSuppressedFindingsAreListedApart(t *testing.T) {
 	q := rule(t, "q/q", "queueing", "critical", "", "")
 	r := fired(q, 0.5)
 	r.Suppressed = "known"
-	d := Advise(evidence.New(evidence.Target{}), []rules.Result{r})
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{r}, nil)
 	if len(d.Findings) != 0 || len(d.Suppressed) != 1 || d.Primary.Status != "healthy" {
 		t.Fatalf("findings %d suppressed %d primary %+v", len(d.Findings), len(d.Suppressed), d.Primary)
 	}
@@ -84,7 +85,7 @@ func TestJSONContract(t *testing.T) {
 	q := rule(t, "q/q", "queueing", "critical", "", "  - {do: x, cost: config}\n")
 	e := evidence.New(evidence.Target{Model: "m"})
 	e.Values.Stage.TTFT.Mean = 1
-	d := Diagnosis{Schema: Schema, Targets: []Target{Advise(e, []rules.Result{fired(q, 0.5)})}}
+	d := Diagnosis{Schema: Schema, Targets: []Target{Advise(e, []rules.Result{fired(q, 0.5)}, nil)}}
 	b, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestJSONContract(t *testing.T) {
 func TestSameBottleneckSpeaksOnce(t *testing.T) {
 	a := rule(t, "queue/a", "queueing", "critical", "", "  - {do: raise max_num_seqs, cost: config}\n")
 	b := rule(t, "queue/b", "queueing", "warning", "", "  - {do: raise max_num_seqs a bit, cost: config}\n")
-	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.5), fired(b, 0.5)})
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.5), fired(b, 0.5)}, nil)
 	if len(d.Next) != 1 || d.Next[0].Do != "raise max_num_seqs" {
 		t.Fatalf("next %+v", d.Next)
 	}
@@ -111,7 +112,7 @@ func TestSameBottleneckSpeaksOnce(t *testing.T) {
 func TestExplainCycleKeepsACause(t *testing.T) {
 	a := rule(t, "team/a", "queueing", "critical", "prefill", "")
 	b := rule(t, "team/b", "prefill", "critical", "queueing", "")
-	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.6), fired(b, 0.4)})
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, 0.6), fired(b, 0.4)}, nil)
 	if d.Primary.Status != "found" || d.Primary.Rule != "team/a" {
 		t.Fatalf("primary %+v, findings %+v", d.Primary, d.Findings)
 	}
@@ -122,7 +123,7 @@ func TestExplainChainsToTheRoot(t *testing.T) {
 	kv := rule(t, "kv/x", "kv-capacity", "critical", "prefill-interference", "")
 	st := rule(t, "interference/x", "prefill-interference", "critical", "queueing", "")
 	q := rule(t, "queue/x", "queueing", "critical", "", "")
-	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(st, 0.5), fired(kv, 0), fired(q, 0.9)})
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(st, 0.5), fired(kv, 0), fired(q, 0.9)}, nil)
 	if d.Primary.Rule != "kv/x" {
 		t.Fatalf("primary %+v", d.Primary)
 	}
@@ -130,5 +131,76 @@ func TestExplainChainsToTheRoot(t *testing.T) {
 		if f.Rule == "queue/x" && f.ExplainedBy != "kv/x" {
 			t.Fatalf("queue explained by %q, want the root kv/x", f.ExplainedBy)
 		}
+	}
+}
+
+// A symptom whose stage holds a sliver of the latency is capped: it cannot be
+// critical or the verdict, whatever its rule's severity.
+func TestImpactCapsSeverity(t *testing.T) {
+	batch := rule(t, "queue/batch", "queueing", "critical", "", "")
+	pre := rule(t, "prefill/x", "prefill", "warning", "", "")
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(batch, 0.02), fired(pre, 0.98)}, nil)
+	if d.Primary.Rule != "prefill/x" || d.Findings[0].Rule != "prefill/x" {
+		t.Fatalf("primary %+v findings %+v", d.Primary, d.Findings)
+	}
+	f := d.Findings[1]
+	if f.Severity != "warning" || !strings.Contains(f.Capped, "lowered from critical") || !strings.Contains(f.Capped, "2%") {
+		t.Fatalf("capped finding %+v", f)
+	}
+	// Alone, a capped finding leaves the target healthy, and says why.
+	d = Advise(evidence.New(evidence.Target{}), []rules.Result{fired(batch, 0.02)}, &rules.Config{MinShare: 0.01})
+	if d.Primary.Rule != "queue/batch" {
+		t.Fatalf("with min_share 1%%, primary %+v", d.Primary)
+	}
+	d = Advise(evidence.New(evidence.Target{}), []rules.Result{fired(batch, 0.02)}, nil)
+	if d.Primary.Status != "healthy" || !strings.Contains(d.Primary.Summary, "significant share") {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+}
+
+// Among findings of one standing the larger share wins; an unknown share
+// ranks after known ones and caps nothing.
+func TestImpactOrdersAndUnknownComesLast(t *testing.T) {
+	a := rule(t, "a/a", "queueing", "critical", "", "")
+	b := rule(t, "b/b", "prefill", "critical", "", "")
+	c := rule(t, "c/c", "decode", "critical", "", "")
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(a, math.NaN()), fired(b, 0.3), fired(c, 0.7)}, nil)
+	got := []string{d.Findings[0].Rule, d.Findings[1].Rule, d.Findings[2].Rule}
+	if strings.Join(got, " ") != "c/c b/b a/a" || d.Findings[2].Impact != nil || d.Findings[2].Severity != "critical" {
+		t.Fatalf("order %v, last %+v", got, d.Findings[2])
+	}
+}
+
+// A deciding rule that lacked inputs but was bounded leaves the verdict
+// healthy, with the bound and the gap named; unbounded, it is inconclusive.
+func TestBoundedRulesMakeHealthyWithGaps(t *testing.T) {
+	q := rule(t, "q/q", "queueing", "critical", "", "")
+	res := rules.Result{Rule: q, Outcome: rules.Quiet, Severity: rules.Critical, Bound: "queue wait is at most 15ms",
+		Missing: []rules.Missing{{Path: "stage.queue", Why: "missing", How: "upgrade"}}}
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{res}, nil)
+	if d.Primary.Status != "healthy" || len(d.Primary.Bounded) != 1 || d.Primary.Bounded[0].Why != res.Bound ||
+		!strings.Contains(d.Primary.Summary, "q/q") {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+	if len(d.Gaps) != 1 || d.Gaps[0].Bounded != res.Bound || d.Checks.Bounded != 1 || d.Checks.Quiet != 1 {
+		t.Fatalf("gaps %+v checks %+v", d.Gaps, d.Checks)
+	}
+}
+
+// TTFT that leaves out queue wait: the map adds the parts and says so, and
+// never shows a negative front.
+func TestLatencyMapFromPartsWhenTTFTExcludesQueue(t *testing.T) {
+	e := evidence.New(evidence.Target{})
+	e.Values.Stage.TTFT = evidence.Dist{Count: 100, Mean: 0.3}
+	e.Values.Stage.Queue = evidence.Dist{Count: 100, Mean: 1.2}
+	e.Values.Stage.Prefill = evidence.Dist{Count: 100, Mean: 0.25}
+	evidence.Check(e)
+	d := Advise(e, nil, nil)
+	m := d.LatencyMap
+	if !m.TTFTExcludesQueue || m.TTFT == nil || math.Abs(*m.TTFT-1.5) > 1e-9 || m.Front == nil || math.Abs(*m.Front-0.05) > 1e-9 {
+		t.Fatalf("map %+v", m)
+	}
+	if len(d.Inconsistencies) != 1 || d.Inconsistencies[0].Check != "ttft-excludes-queue" {
+		t.Fatalf("inconsistencies %+v", d.Inconsistencies)
 	}
 }

@@ -17,8 +17,11 @@ type Field struct {
 	How     string `json:"how"`
 	// Dist is the path of the distribution this field belongs to ("" if none);
 	// reading any of its fields but count needs enough samples.
-	Dist  string `json:"-"`
-	index []int
+	Dist string `json:"-"`
+	// Series is the path of the gauge summary this field belongs to ("" if
+	// none); reading it needs enough samples.
+	Series string `json:"-"`
+	index  []int
 }
 
 // node documents a scalar, a Dist or a Series.
@@ -65,6 +68,11 @@ var docs = map[string]node{
 	"stage.ttft_p99_trend": {"ratio", "change of TTFT p99 across the window by a least-squares line, relative to its mean: 1 means it rose by its own mean", "at least 4 steps with TTFT samples: --vllm scrapes or --prom"},
 	"stage.decode_floor":   {"s", "the physical floor of time per output token: weight bytes ÷ (peak HBM bandwidth × GPUs)", "needs cond.weight_bytes and DCGM (GPU model and count)"},
 	"stage.front_mean":     {"s", "mean TTFT not spent in queue or prefill: API server, tokenization, IPC", "needs stage.ttft, stage.queue and stage.prefill"},
+	"stage.share.queue":    {"ratio", "share of mean TTFT spent waiting for the scheduler", "needs stage.ttft and stage.queue (the queue-time histogram)"},
+	"stage.share.prefill":  {"ratio", "share of mean TTFT spent computing the prompt", "needs stage.ttft and stage.prefill (the prefill-time histogram)"},
+	"stage.share.front":    {"ratio", "share of mean TTFT spent before the engine saw the request (API server, tokenizer)", "needs stage.ttft, stage.queue and stage.prefill"},
+	"stage.share.decode":   {"ratio", "share of mean end-to-end latency spent generating tokens after the first", "needs stage.decode and service.e2e"},
+	"stage.share.itl_tail": {"ratio", "share of the p99 gap between tokens above the median gap: (ITL p99 − p50) ÷ p99", "needs stage.itl (inter-token latency histogram)"},
 
 	"service.e2e":                    {"s", "end-to-end request latency on the server", fmt.Sprintf(howV1Hist, "vllm:e2e_request_latency_seconds")},
 	"service.client_ttft":            {"s", "time to first token as the client measured it", "--bench (vllm bench serve --save-result --save-detailed) or --requests (per-request JSONL/CSV)"},
@@ -157,6 +165,8 @@ func walkFields(t reflect.Type, prefix, layer string, index []int, emit func(Fie
 				}
 				if isDist {
 					f.Dist = path
+				} else {
+					f.Series = path
 				}
 				emit(f)
 			}

@@ -9,6 +9,7 @@ package evidence
 import (
 	"math"
 	"reflect"
+	"strings"
 )
 
 // Dist is a distribution over the window.
@@ -85,6 +86,19 @@ type Stage struct {
 	TTFTP99Trend float64 `expr:"ttft_p99_trend"`
 	// ITLStalls counts inter-token gaps over 500 ms: one per stalled stream.
 	ITLStalls float64 `expr:"itl_stalls"`
+	// Share is how much of the latency users see each stage holds.
+	Share Shares `expr:"share"`
+}
+
+// Shares are the parts of user-visible latency, as ratios 0..1: queue,
+// prefill and front of mean TTFT, decode of mean end-to-end, and the ITL
+// tail. Check derives them from consistent parts only.
+type Shares struct {
+	Queue   float64 `expr:"queue"`
+	Prefill float64 `expr:"prefill"`
+	Front   float64 `expr:"front"`
+	Decode  float64 `expr:"decode"`
+	ITLTail float64 `expr:"itl_tail"`
 }
 
 // Service is what users of the service see.
@@ -178,6 +192,42 @@ type Evidence struct {
 	// Curves are small point series for charts: "prompt_ttft" is median
 	// TTFT (s) by prompt length (tokens).
 	Curves map[string][][2]float64
+	// Inconsistencies are contradictions found in the evidence; the nodes
+	// they name are withheld from rules.
+	Inconsistencies []Inconsistency
+}
+
+// Inconsistency is evidence that contradicts itself or physics.
+type Inconsistency struct {
+	// Check names the test that failed (ttft-excludes-queue, ...).
+	Check string `json:"check"`
+	// Fields are the nodes withheld from rules (stage.ttft).
+	Fields []string `json:"fields"`
+	Note   string   `json:"note"`
+}
+
+// Inconsistent returns the note of the inconsistency that withholds the
+// node a path belongs to, or "".
+func (e *Evidence) Inconsistent(path string) string {
+	node := Node(path)
+	for _, in := range e.Inconsistencies {
+		for _, f := range in.Fields {
+			if f == node || f == path {
+				return in.Note
+			}
+		}
+	}
+	return ""
+}
+
+// AddInconsistency records one, once per check and fields.
+func (e *Evidence) AddInconsistency(in Inconsistency) {
+	for _, x := range e.Inconsistencies {
+		if x.Check == in.Check && strings.Join(x.Fields, ",") == strings.Join(in.Fields, ",") {
+			return
+		}
+	}
+	e.Inconsistencies = append(e.Inconsistencies, in)
 }
 
 // TextFields are the names evidence may carry besides numbers.

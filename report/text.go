@@ -188,6 +188,15 @@ func (p *printer) target(t advisor.Target) {
 	if pr.Status == "found" && len(pr.Unchecked) > 0 {
 		p.wrap("  ", "Could not check: "+strings.Join(pr.Unchecked, ", ")+" (see gaps).")
 	}
+	for _, b := range pr.Bounded {
+		p.wrap("  ", p.st.dim.Render("bounded: "+b.Rule+" lacked inputs, but "+b.Why+"."))
+	}
+	if len(t.Inconsistencies) > 0 {
+		p.section("Evidence that contradicts itself")
+		for _, in := range t.Inconsistencies {
+			p.wrap("  ", p.st.warn.Render("! ")+in.Note)
+		}
+	}
 
 	if c := conditionsText(t.Conditions); c != "" {
 		p.section("Request conditions")
@@ -228,6 +237,9 @@ func (p *printer) target(t advisor.Target) {
 				}
 			}
 			p.wrap("  ", fmt.Sprintf("? %s: needs %s", g.Rule, strings.Join(miss, ", ")))
+			if g.Bounded != "" {
+				p.wrap("      ", p.st.dim.Render("could not have fired: "+g.Bounded))
+			}
 			if g.How != "" {
 				p.wrap("      ", p.st.dim.Render("how: "+g.How))
 			}
@@ -254,8 +266,12 @@ func (p *printer) target(t advisor.Target) {
 		}
 	}
 	p.blank()
-	p.line(p.st.dim.Render(fmt.Sprintf("checks: %d fired · %d quiet · %d could not run",
-		t.Checks.Fired, t.Checks.Quiet, t.Checks.Insufficient)))
+	bounded := ""
+	if t.Checks.Bounded > 0 {
+		bounded = fmt.Sprintf(" (%d bounded)", t.Checks.Bounded)
+	}
+	p.line(p.st.dim.Render(fmt.Sprintf("checks: %d fired · %d quiet%s · %d could not run",
+		t.Checks.Fired, t.Checks.Quiet, bounded, t.Checks.Insufficient)))
 }
 
 func findingSeverity(t advisor.Target, rule string) string {
@@ -280,6 +296,12 @@ func (p *printer) sevMark(sev string) string {
 func (p *printer) finding(f advisor.Finding, indent string) {
 	p.wrap(indent, p.sevMark(f.Severity)+" "+f.Rule+": "+f.Title)
 	p.wrap(indent+"  ", f.Message)
+	if f.Impact != nil && f.ExplainedBy == "" {
+		p.wrap(indent+"  ", p.st.dim.Render(fmt.Sprintf("impact: %s of %s", percentText(*f.Impact), stageLatency(f.Stage))))
+	}
+	if f.Capped != "" {
+		p.wrap(indent+"  ", p.st.dim.Render("not the verdict: "+f.Capped))
+	}
 	var ev []string
 	for _, k := range sortedKeys(f.Evidence) {
 		s := k + "=" + formatValue(k, f.Evidence[k])
@@ -310,7 +332,11 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		}
 		return
 	}
-	p.section(fmt.Sprintf("Latency map (mean TTFT %s)", rules.Duration(*m.TTFT)))
+	if m.TTFTExcludesQueue {
+		p.section(fmt.Sprintf("Latency map (mean TTFT %s: queue + the server's TTFT, which leaves queue out)", rules.Duration(*m.TTFT)))
+	} else {
+		p.section(fmt.Sprintf("Latency map (mean TTFT %s)", rules.Duration(*m.TTFT)))
+	}
 	parts := []struct {
 		name string
 		v    *float64
@@ -397,6 +423,19 @@ func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 }
 
 func percentText(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }
+
+// stageLatency names the latency a stage's share is of.
+func stageLatency(stage string) string {
+	switch stage {
+	case "queue", "prefill", "front":
+		return "mean TTFT (" + stage + ")"
+	case "decode":
+		return "mean end-to-end (decode)"
+	case "itl_tail":
+		return "the slowest gaps between tokens"
+	}
+	return "latency"
+}
 
 func conditionsText(c map[string]any) string {
 	var parts []string

@@ -17,6 +17,10 @@ func Doc(r *Rule) string {
 	b.WriteString("<!-- Generated from " + r.File + " by `llmdoctor rules docs docs/rules`; edit the rule file. -->\n\n")
 	fmt.Fprintf(&b, "**%s**\n\n", r.Title)
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| bottleneck | `%s` |\n| severity | %s |\n| layer | %s |\n", r.Bottleneck, r.Sev, r.Layer)
+	item := strings.HasPrefix(r.ID, "check/")
+	if r.Stage != "" && !item {
+		fmt.Fprintf(&b, "| stage | `%s` |\n", r.Stage)
+	}
 	if len(r.Explains) > 0 {
 		fmt.Fprintf(&b, "| explains | %s |\n", "`"+strings.Join(r.Explains, "`, `")+"`")
 	}
@@ -30,13 +34,26 @@ func Doc(r *Rule) string {
 	if len(r.Needs) > 0 {
 		fmt.Fprintf(&b, "\nNeeds %s data; without it a diagnosis skips the rule (the checklist reports it as cannot-check).\n", strings.Join(r.Needs, " and "))
 	}
-	if strings.HasPrefix(r.ID, "check/") {
+	if item {
 		b.WriteString("\n## Fails when\n\n```\n" + strings.TrimSpace(r.When) + "\n```\n")
 	} else {
 		b.WriteString("\n## Fires when\n\n```\n" + strings.TrimSpace(r.When) + "\n```\n")
 	}
-	if r.Impact != "" {
-		b.WriteString("\nShare of latency it accounts for: `" + strings.TrimSpace(r.Impact) + "`.\n")
+	switch {
+	case r.Impact != "":
+		b.WriteString("\nShare of latency it accounts for (its impact): `" + strings.TrimSpace(r.Impact) + "`.\n")
+	case r.Stage != "" && !item:
+		fmt.Fprintf(&b, "\nShare of latency it accounts for (its impact): `stage.share.%s`, the share its stage holds. "+
+			"Under `min_share` (default 20%%) the finding cannot be critical or the verdict.\n", r.Stage)
+	}
+	if len(r.Bound) > 0 || len(r.conjuncts) > 0 {
+		b.WriteString("\n## When inputs are missing\n\nThe rule is quiet, with the reason named, when the inputs that are there show it cannot fire:\n\n")
+		for _, x := range r.Bound {
+			fmt.Fprintf(&b, "- `%s`\n", strings.Join(strings.Fields(x.If), " "))
+		}
+		if len(r.conjuncts) > 0 {
+			b.WriteString("- any part of the condition above (joined by `&&`) that reads only inputs that are there and is false.\n")
+		}
 	}
 	b.WriteString("\n## Evidence it reads\n\n| field | unit | meaning | how to get it |\n|---|---|---|---|\n")
 	seen := map[string]bool{}
@@ -50,7 +67,7 @@ func Doc(r *Rule) string {
 		fmt.Fprintf(&b, "| `verdict.%s` | count | the other rules' findings on this target | always present once they ran |\n",
 			strings.Join(r.verdictReads, "`, `verdict."))
 	}
-	b.WriteString("\nWhen any of these is missing, or a distribution has fewer samples than `min_samples` (default 20), the rule reports a gap instead of a result.\n")
+	b.WriteString("\nWhen any of these is missing, withheld as inconsistent, or a distribution has fewer samples than `min_samples` (default 20) or a gauge fewer than `min_gauge_samples` (default 2), the rule reports a gap instead of a result.\n")
 	if len(r.Params) > 0 {
 		b.WriteString("\n## Thresholds\n\nOverride in `llmdoctor.yaml` under `rules: {" + r.ID + ": {params: {...}}}`.\n\n| param | default | why |\n|---|---|---|\n")
 		names := make([]string, 0, len(r.Params))

@@ -31,8 +31,14 @@ type Result struct {
 	Message  string
 	// Evidence holds the values the rule read, by path.
 	Evidence map[string]float64
-	// Impact is the share of latency the finding accounts for (0 if unknown).
+	// Stage is the part of latency the rule's bottleneck holds or slows.
+	Stage string
+	// Impact is the share of that latency the finding accounts for: NaN
+	// when the share is unknown.
 	Impact float64
+	// Bound, on a quiet result, says why the rule could not fire although
+	// some of what it reads is missing.
+	Bound string
 	// Missing names what kept an insufficient rule from running.
 	Missing []Missing
 	// Suppressed holds the reason when a suppression matched.
@@ -51,6 +57,14 @@ type Missing struct {
 // window before a rule may judge it.
 const DefaultMinSamples = 20
 
+// DefaultMinGaugeSamples is the fewest samples a gauge summary needs: one
+// sample is a moment, not a window.
+const DefaultMinGaugeSamples = 2
+
+// DefaultMinShare is the share of latency below which a finding's stage is
+// too small to be critical or to be the verdict.
+const DefaultMinShare = 0.2
+
 // Evaluate runs every enabled rule on the evidence: first the rules that read
 // evidence only, then those that read the verdict of the first.
 func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
@@ -63,7 +77,7 @@ func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
 	var unchecked []Missing
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
-			env.Verdict = verdict(out)
+			env.Verdict = verdict(out, cfg.MinShareOrDefault())
 			unchecked = uncheckedCritical(out)
 		}
 		for _, r := range s.Rules {
@@ -120,14 +134,14 @@ func uncheckedCritical(rs []Result) []Missing {
 	return out
 }
 
-func verdict(rs []Result) Verdict {
+func verdict(rs []Result, minShare float64) Verdict {
 	var v Verdict
 	bn := map[string]bool{}
 	for _, r := range rs {
 		if r.Outcome != Fired || r.Suppressed != "" {
 			continue
 		}
-		switch r.Severity {
+		switch CapSeverity(r.Severity, r.Impact, minShare) {
 		case Critical:
 			v.Critical++
 		case Warning:
@@ -136,17 +150,28 @@ func verdict(rs []Result) Verdict {
 			v.Info++
 		}
 		bn[r.Rule.Bottleneck] = true
-		v.TopImpact = math.Max(v.TopImpact, r.Impact)
+		if evidence.Present(r.Impact) {
+			v.TopImpact = math.Max(v.TopImpact, r.Impact)
+		}
 	}
 	v.Bottlenecks = float64(len(bn))
 	return v
 }
 
+// CapSeverity lowers a critical finding whose stage holds less than
+// minShare of the latency to a warning; an unknown impact caps nothing.
+func CapSeverity(s Severity, impact, minShare float64) Severity {
+	if s == Critical && evidence.Present(impact) && impact < minShare {
+		return Warning
+	}
+	return s
+}
+
 func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) Result {
-	res := Result{Rule: r, Severity: cfg.severity(r)}
+	res := Result{Rule: r, Severity: cfg.severity(r), Stage: r.Stage, Impact: math.NaN()}
 	env.Params = cfg.params(r)
 	if r.applies != nil {
-		if res.Missing = missing(r.appliesReads, e, cfg.minSamples()); len(res.Missing) > 0 {
+		if res.Missing = missing(r.appliesReads, e, cfg); len(res.Missing) > 0 {
 			res.Outcome = Insufficient
 			return res
 		}
@@ -155,9 +180,12 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 			return res
 		}
 	}
-	res.Missing = missing(r.reads, e, cfg.minSamples())
+	res.Missing = missing(r.reads, e, cfg)
 	if len(res.Missing) > 0 {
 		res.Outcome = Insufficient
+		if why := r.bounded(e, env, cfg, machine); why != "" {
+			res.Outcome, res.Bound = Quiet, why
+		}
 		return res
 	}
 	out, err := machine.Run(r.when, env)
@@ -178,11 +206,16 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 	for _, name := range r.verdictReads {
 		res.Evidence["verdict."+name] = verdictByName[name](env.Verdict)
 	}
-	if r.impact != nil {
+	switch {
+	case r.impact != nil:
 		if v, err := machine.Run(r.impact, env); err == nil {
 			if x, ok := v.(float64); ok && evidence.Present(x) {
 				res.Impact = math.Max(0, math.Min(1, x))
 			}
+		}
+	case r.share != nil:
+		if x := e.Values.Get(*r.share); evidence.Present(x) && e.Inconsistent(r.share.Path) == "" {
+			res.Impact = math.Max(0, math.Min(1, x))
 		}
 	}
 	msg, err := r.render(&e.Values, e.Text, env.Params, env.Verdict)
@@ -193,12 +226,62 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 	return res
 }
 
-// missing lists the fields that are absent, or distributions too thin to judge.
-func missing(reads []evidence.Field, e *evidence.Evidence, minSamples float64) []Missing {
+// bounded returns why a rule whose inputs are partly missing cannot fire:
+// a bound of its own holds, or a part of its condition that can be judged
+// alone is false. "" when neither.
+func (r *Rule) bounded(e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) string {
+	if r.usesVerdict {
+		return ""
+	}
+	judge := func(b bound, want bool) (string, bool) {
+		if len(missing(b.reads, e, cfg)) > 0 {
+			return "", false
+		}
+		out, err := machine.Run(b.cond, env)
+		if v, ok := out.(bool); err != nil || !ok || v != want {
+			return "", false
+		}
+		why, err := b.render(&e.Values, env.Params)
+		return why, err == nil
+	}
+	for _, b := range r.bounds {
+		if why, ok := judge(b, true); ok {
+			return why
+		}
+	}
+	for _, b := range r.conjuncts {
+		if why, ok := judge(b, false); ok {
+			return why
+		}
+	}
+	return ""
+}
+
+// missing lists the fields that are absent, withheld as inconsistent, or
+// summaries too thin to judge.
+func missing(reads []evidence.Field, e *evidence.Evidence, cfg *Config) []Missing {
+	minSamples, minGauge := cfg.minSamples(), cfg.minGaugeSamples()
 	var out []Missing
 	checked := map[string]bool{}
 	for _, f := range reads {
 		x := e.Values.Get(f)
+		if note := e.Inconsistent(f.Path); note != "" {
+			if node := evidence.Node(f.Path); !checked[node] {
+				checked[node] = true
+				out = append(out, Missing{Path: node, Why: "inconsistent: " + note, How: f.How})
+			}
+			continue
+		}
+		if f.Series != "" && !checked[f.Series] {
+			// A missing sample count is hand-made evidence; collectors set it.
+			sf, _ := evidence.Lookup(f.Series + ".samples")
+			if n := e.Values.Get(sf); evidence.Present(n) && n < minGauge {
+				checked[f.Series] = true
+				out = append(out, Missing{Path: f.Series,
+					Why: fmt.Sprintf("only %s samples in the window (need %s)", Number(n), Number(minGauge)), How: f.How})
+				continue
+			}
+		}
 		if !evidence.Present(x) {
 			// Name the distribution or gauge once, not each of its fields.
 			if node := evidence.Node(f.Path); !checked[node] {
@@ -222,6 +305,11 @@ func missing(reads []evidence.Field, e *evidence.Evidence, minSamples float64) [
 // Config holds per-rule overrides and suppressions (llmdoctor.yaml).
 type Config struct {
 	MinSamples float64 `yaml:"min_samples"`
+	// MinGaugeSamples is the fewest samples a gauge summary needs.
+	MinGaugeSamples float64 `yaml:"min_gauge_samples"`
+	// MinShare is the share of latency a finding's stage must hold to be
+	// critical or the verdict.
+	MinShare float64 `yaml:"min_share"`
 	// Models gives facts about served models that metrics do not carry.
 	Models map[string]ModelConfig `yaml:"models"`
 	// GPUs overrides the peak-bandwidth table by dcgm-exporter modelName.
@@ -312,6 +400,21 @@ func (c *Config) params(r *Rule) map[string]float64 {
 		p[k] = v
 	}
 	return p
+}
+
+func (c *Config) minGaugeSamples() float64 {
+	if c.MinGaugeSamples > 0 {
+		return c.MinGaugeSamples
+	}
+	return DefaultMinGaugeSamples
+}
+
+// MinShareOrDefault is the configured minimum share, or the default.
+func (c *Config) MinShareOrDefault() float64 {
+	if c != nil && c.MinShare > 0 {
+		return c.MinShare
+	}
+	return DefaultMinShare
 }
 
 func (c *Config) minSamples() float64 {

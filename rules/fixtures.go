@@ -23,6 +23,9 @@ type Fixture struct {
 	Params map[string]float64 `yaml:"params"`
 	// Message lists substrings a fired message must contain.
 	Message []string `yaml:"message"`
+	// Bound lists substrings of the reason a quiet case must be bounded by
+	// (the rule lacked inputs, and the ones it had show it could not fire).
+	Bound []string `yaml:"bound"`
 }
 
 // TestResult is the outcome of one fixture.
@@ -110,6 +113,14 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 				}
 			}
 		}
+		if len(fx.Bound) > 0 && res.Bound == "" {
+			tr.Err = "want a quiet result bounded by the inputs present, got no bound"
+		}
+		for _, want := range fx.Bound {
+			if !strings.Contains(res.Bound, want) {
+				tr.Err = fmt.Sprintf("bound %q does not contain %q", res.Bound, want)
+			}
+		}
 	}
 	return tr
 }
@@ -148,6 +159,8 @@ func FixtureEvidence(m map[string]any) (*evidence.Evidence, error) {
 			}
 		}
 	}
+	// As collectors' evidence does: consistency checks and derived shares.
+	evidence.Check(e)
 	return e, nil
 }
 

@@ -14,6 +14,7 @@ var templateFuncs = template.FuncMap{
 	"dur":    func(a any) string { return Duration(num(a)) },
 	"num":    func(a any) string { return Number(num(a)) },
 	"times":  func(a, b any) string { return Number(num(a)/num(b)) + "×" },
+	"sub":    func(a, b any) float64 { return num(a) - num(b) },
 	"tokens": func(a any) string { return Tokens(num(a)) },
 	"bps":    func(a any) string { return BytesPerSecond(num(a)) },
 }

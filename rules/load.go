@@ -14,6 +14,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/goccy/go-yaml"
 
@@ -131,6 +132,16 @@ func Parse(file string, data []byte) (*Rule, error) {
 			return nil, fail("needs", "needs %q: want dcgm or requests", n)
 		}
 	}
+	if spec.Stage != "" && !slices.Contains(Stages, spec.Stage) {
+		return nil, fail("stage", "stage %q is not one of %s", spec.Stage, strings.Join(Stages, ", "))
+	}
+	if r.Stage == "" {
+		r.Stage = DefaultStages[spec.Bottleneck]
+	}
+	if r.Stage != "" {
+		f, _ := evidence.Lookup("stage.share." + r.Stage)
+		r.share = &f
+	}
 	sev, err := ParseSeverity(spec.Severity)
 	if err != nil {
 		return nil, fail("severity", "%v", err)
@@ -190,6 +201,16 @@ func Parse(file string, data []byte) (*Rule, error) {
 			return nil, fail("impact", "impact: %v", err)
 		}
 	}
+	if r.conjuncts, err = r.compileConjuncts(spec.When); err != nil {
+		return nil, fail("when", "when: %v", err)
+	}
+	for i, b := range spec.Bound {
+		cb, err := r.compileBound(b)
+		if err != nil {
+			return nil, fail("bound", "bound %d: %v", i+1, err)
+		}
+		r.bounds = append(r.bounds, cb)
+	}
 	r.says, err = template.New(spec.ID).Funcs(templateFuncs).Option("missingkey=error").Parse(spec.Says)
 	if err != nil {
 		return nil, fail("says", "says: %s", oneLine(err))
@@ -212,6 +233,132 @@ func Parse(file string, data []byte) (*Rule, error) {
 		}
 	}
 	return r, nil
+}
+
+// compileConjuncts splits a condition at its top-level "and"s; each part
+// that can be judged alone bounds the whole.
+func (r *Rule) compileConjuncts(src string) ([]bound, error) {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	var parts []ast.Node
+	var split func(n ast.Node)
+	split = func(n ast.Node) {
+		if b, ok := n.(*ast.BinaryNode); ok && (b.Operator == "&&" || b.Operator == "and") {
+			split(b.Left)
+			split(b.Right)
+			return
+		}
+		parts = append(parts, n)
+	}
+	split(tree.Node)
+	if len(parts) < 2 {
+		return nil, nil
+	}
+	var out []bound
+	for _, n := range parts {
+		text := n.String()
+		prog, err := compile(text, expr.AsBool())
+		if err != nil {
+			return nil, fmt.Errorf("part %q: %s", text, oneLine(err))
+		}
+		reads := map[string]bool{}
+		if err := r.walk(prog.Node(), reads); err != nil {
+			return nil, err
+		}
+		out = append(out, bound{cond: prog, reads: fieldsOf(reads), src: strings.Join(strings.Fields(text), " "),
+			params: paramNames(prog.Node())})
+	}
+	return out, nil
+}
+
+func (r *Rule) compileBound(b BoundSpec) (bound, error) {
+	if b.If == "" || b.Says == "" {
+		return bound{}, fmt.Errorf("needs if and says")
+	}
+	prog, err := compile(b.If, expr.AsBool())
+	if err != nil {
+		return bound{}, fmt.Errorf("if: %s", oneLine(err))
+	}
+	reads := map[string]bool{}
+	if err := r.walk(prog.Node(), reads); err != nil {
+		return bound{}, fmt.Errorf("if: %v", err)
+	}
+	t, err := template.New(r.ID + "/bound").Funcs(templateFuncs).Option("missingkey=error").Parse(b.Says)
+	if err != nil {
+		return bound{}, fmt.Errorf("says: %s", oneLine(err))
+	}
+	// The reason may cite only what the bound's condition reads.
+	tr := map[string]bool{}
+	if err := (&Rule{Spec: r.Spec, says: t}).templateReads(tr); err != nil {
+		return bound{}, fmt.Errorf("says: %v", err)
+	}
+	for p := range tr {
+		if !reads[p] {
+			return bound{}, fmt.Errorf("says reads %s, which its condition does not", p)
+		}
+	}
+	cb := bound{cond: prog, reads: fieldsOf(reads), says: t, src: b.If}
+	probe := evidence.New(evidence.Target{}).Values
+	for _, f := range cb.reads {
+		probe.Set(f, 1)
+	}
+	if _, err := cb.render(&probe, r.Params); err != nil {
+		return bound{}, fmt.Errorf("says: %s", oneLine(err))
+	}
+	return cb, nil
+}
+
+// render writes the bound's reason; a conjunct says its own condition is
+// false, with the values it read.
+func (b bound) render(v *evidence.Values, params map[string]float64) (string, error) {
+	if b.says == nil {
+		var vals []string
+		for _, f := range b.reads {
+			vals = append(vals, f.Path+" = "+Number(v.Get(f)))
+		}
+		for _, p := range b.params {
+			vals = append(vals, "params."+p+" = "+Number(params[p]))
+		}
+		return b.src + " is false (" + strings.Join(vals, ", ") + ")", nil
+	}
+	data := v.TreeOf(b.reads)
+	pm := map[string]any{}
+	for k, x := range params {
+		pm[k] = x
+	}
+	data["params"] = pm
+	var sb bytes.Buffer
+	if err := b.says.Execute(&sb, data); err != nil {
+		return "", err
+	}
+	return strings.Join(strings.Fields(sb.String()), " "), nil
+}
+
+// paramNames lists the params an expression reads, sorted.
+func paramNames(node ast.Node) []string {
+	v := &readVisitor{}
+	ast.Walk(&node, v)
+	chains, _ := v.result()
+	var out []string
+	for _, c := range chains {
+		if len(c) == 2 && c[0] == "params" && !slices.Contains(out, c[1]) {
+			out = append(out, c[1])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func fieldsOf(reads map[string]bool) []evidence.Field {
+	out := make([]evidence.Field, 0, len(reads))
+	for p := range reads {
+		f, _ := evidence.Lookup(p)
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
 }
 
 // RenderOK renders a passing item's message from whatever evidence exists.

@@ -5,6 +5,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"text/template"
 
 	"github.com/expr-lang/expr/vm"
@@ -92,14 +93,56 @@ type Spec struct {
 	// not apply (a fleet rule on one server) and the outcome is quiet.
 	Applies string `yaml:"applies"`
 	When    string `yaml:"when"`
-	Impact  string `yaml:"impact"`
-	Says    string `yaml:"says"`
+	// Stage is the part of user-visible latency the rule's bottleneck holds
+	// or slows; that part's share (stage.share.STAGE) is the finding's impact
+	// unless Impact gives an expression of its own.
+	Stage  string `yaml:"stage"`
+	Impact string `yaml:"impact"`
+	// Bound lists conditions under which the rule cannot fire although some
+	// of what it reads is missing: the inputs that are there bound the rest.
+	Bound []BoundSpec `yaml:"bound"`
+	Says  string      `yaml:"says"`
 	// OK, for checklist items, is the message when the item passes; the
 	// fields it reads are optional (printed n/a when missing).
 	OK   string `yaml:"ok"`
 	Next []Step `yaml:"next"`
 	Why  string `yaml:"why"`
 	Docs string `yaml:"docs"`
+}
+
+// BoundSpec is one bound: when If holds, the rule is quiet for the reason Says.
+type BoundSpec struct {
+	If   string `yaml:"if"`
+	Says string `yaml:"says"`
+}
+
+// Stages a rule may name, each with its share field in the evidence.
+var Stages = []string{"queue", "prefill", "front", "decode", "itl_tail"}
+
+// offPath bottlenecks are not a stage of latency: how it was measured,
+// failures, imbalance between replicas.
+var offPath = []string{"client", "measurement", "errors", "imbalance", "none"}
+
+// OnPath reports whether a bottleneck sits on the latency path, so that its
+// findings have a stage.
+func OnPath(bottleneck string) bool { return !slices.Contains(offPath, bottleneck) }
+
+// DefaultStages is the stage a rule that does not say is taken to hold or
+// slow: where its bottleneck usually shows in the latency users see.
+var DefaultStages = map[string]string{"queueing": "queue", "kv-capacity": "queue", "prefill": "prefill",
+	"prefix-cache": "prefill", "compute": "prefill", "decode": "decode", "memory-bandwidth": "decode",
+	"prefill-interference": "itl_tail", "cpu-overhead": "front"}
+
+// bound is a compiled BoundSpec; conjunct parts of a rule's condition are
+// bounds too (if one is false, so is the whole).
+type bound struct {
+	cond  *vm.Program
+	reads []evidence.Field
+	says  *template.Template
+	// src is the condition as written, for conjuncts without says, and
+	// params the params it reads, to cite their values.
+	src    string
+	params []string
 }
 
 // Rule is a compiled rule.
@@ -110,8 +153,11 @@ type Rule struct {
 	Line int
 
 	when, impact, applies *vm.Program
-	appliesReads          []evidence.Field
-	says, ok              *template.Template
+	bounds, conjuncts     []bound
+	// share is the stage's share field, the default impact.
+	share        *evidence.Field
+	appliesReads []evidence.Field
+	says, ok     *template.Template
 	// reads are the evidence fields the condition, impact and message read.
 	reads []evidence.Field
 	// usesVerdict: the rule reads other rules' results and runs after them.

@@ -73,14 +73,17 @@ func TestBuiltinPathsMatchIDs(t *testing.T) {
 }
 
 func TestParseErrorsCarryFileLineAndID(t *testing.T) {
-	base := "id: x/y\ntitle: t\nlayer: stage\nbottleneck: queueing\nseverity: warning\n"
+	base := "id: x/y\ntitle: t\nlayer: stage\nbottleneck: queueing\nseverity: warning\nstage: queue\n"
 	cases := []struct{ name, src, want string }{
-		{"unknown field", base + "when: stage.ttft.nope > 1\nsays: s\n", "f.yaml:6: rule x/y: when:"},
-		{"type error", base + "when: stage.ttft.mean + 'a'\nsays: s\n", "f.yaml:6: rule x/y: when:"},
+		{"unknown field", base + "when: stage.ttft.nope > 1\nsays: s\n", "f.yaml:7: rule x/y: when:"},
+		{"type error", base + "when: stage.ttft.mean + 'a'\nsays: s\n", "f.yaml:7: rule x/y: when:"},
+		{"bad stage", strings.Replace(base, "stage: queue", "stage: gpu", 1) + "when: stage.ttft.mean > 1\nsays: s\n", "f.yaml:6: rule x/y: stage \"gpu\""},
+		{"bound without says", base + "when: stage.ttft.mean > 1\nbound: [{if: stage.ttft.p99 < 1}]\nsays: s\n", "bound 1: needs if and says"},
+		{"bound cites what it does not read", base + "when: stage.ttft.mean > 1\nbound: [{if: stage.ttft.p99 < 1, says: '{{dur .stage.ttft.mean}}'}]\nsays: s\n", "says reads stage.ttft.mean, which its condition does not"},
 		{"group read", base + "when: stage.ttft > 1\nsays: s\n", "mismatched types"},
 		{"undeclared param", base + "when: stage.ttft.mean > params.x\nsays: s\n", "params.x is not declared"},
 		{"param without reason", base + "params: {x: 1}\nwhen: stage.ttft.mean > params.x\nsays: s\n", "no justification"},
-		{"bad template", base + "when: stage.ttft.mean > 1\nsays: '{{dur .stage.ttft.nope}}'\n", "f.yaml:7: rule x/y: says:"},
+		{"bad template", base + "when: stage.ttft.mean > 1\nsays: '{{dur .stage.ttft.nope}}'\n", "f.yaml:8: rule x/y: says:"},
 		{"bad severity", strings.Replace(base, "warning", "fatal", 1) + "when: stage.ttft.mean > 1\nsays: s\n", "f.yaml:5: rule x/y: unknown severity"},
 		{"bad bottleneck", strings.Replace(base, "queueing", "gpu", 1) + "when: stage.ttft.mean > 1\nsays: s\n", "f.yaml:4"},
 		{"unknown key", base + "whenn: 1\n", "f.yaml"},
@@ -111,7 +114,7 @@ func TestReadsComeFromTheExpression(t *testing.T) {
 	s := builtinSet(t)
 	r, _ := s.Get("queue/ttft-dominated")
 	got := strings.Join(r.Reads(), " ")
-	want := "service.waiting.max stage.queue.mean stage.queue.p99 stage.ttft.mean"
+	want := "service.waiting.max stage.queue.mean stage.queue.p99 stage.share.queue"
 	if got != want {
 		t.Fatalf("reads %q, want %q", got, want)
 	}
@@ -161,4 +164,22 @@ func FuzzFixtureEvidence(f *testing.F) {
 			set.Evaluate(e, nil)
 		}
 	})
+}
+
+// Built-in rules on the latency path say which stage they hold or slow, so
+// their impact is written where they are; off the path, none claims one.
+func TestBuiltinRulesDeclareTheirStage(t *testing.T) {
+	s := builtinSet(t)
+	for _, r := range s.Rules {
+		if r.BuiltIn && OnPath(r.Bottleneck) && r.Spec.Stage == "" {
+			t.Errorf("%s (%s) declares no stage", r.ID, r.Bottleneck)
+		}
+		if !OnPath(r.Bottleneck) && r.Spec.Stage != "" {
+			t.Errorf("%s (%s) is off the latency path but declares stage %s", r.ID, r.Bottleneck, r.Spec.Stage)
+		}
+	}
+	r, err := Parse("f.yaml", []byte("id: x/y\ntitle: t\nlayer: stage\nbottleneck: kv-capacity\nseverity: warning\nwhen: stage.ttft.mean > 1\nsays: s\n"))
+	if err != nil || r.Stage != "queue" {
+		t.Fatalf("a user rule without stage: %v, stage %q", err, r.Stage)
+	}
 }

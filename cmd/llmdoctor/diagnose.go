@@ -33,6 +33,7 @@ type diagnoseOpts struct {
 	dcgmURLs         []string
 	interval         time.Duration
 	duration         time.Duration
+	scrapes          int
 	snapshots        []string
 	logFile          string
 	logModel         string
@@ -76,6 +77,10 @@ func (o *diagnoseOpts) addSourceFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.dcgmURLs, "dcgm", nil, "dcgm-exporter to scrape alongside --vllm (host:port or URL); repeatable")
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
 	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
+	// A step-mode simulator's clock moves per scrape, not per second: a fixed
+	// count of scrapes gives it a fixed window.
+	f.IntVar(&o.scrapes, "scrapes", 0, "with --vllm: stop after this many scrapes following the first instead of after --duration")
+	f.MarkHidden("scrapes")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
 	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
@@ -146,8 +151,8 @@ func (o *diagnoseOpts) gather() (*window.Window, []advisor.Source, []requestSour
 	if len(o.dcgmURLs) > 0 && len(o.vllmURLs) == 0 {
 		return nil, nil, nil, usageErr("--dcgm is scraped alongside --vllm; with snapshots, pass the exporter's saved output as another --snapshot")
 	}
-	if o.interval <= 0 || o.duration < 0 {
-		return nil, nil, nil, usageErr("--interval must be positive and --duration not negative")
+	if o.interval <= 0 || o.duration < 0 || o.scrapes < 0 {
+		return nil, nil, nil, usageErr("--interval must be positive, --duration and --scrapes not negative")
 	}
 	var w *window.Window
 	var sources []advisor.Source
@@ -179,7 +184,7 @@ func (o *diagnoseOpts) scrapeLive() (*window.Window, []advisor.Source, error) {
 	for _, u := range append(append([]string{}, o.vllmURLs...), o.dcgmURLs...) {
 		urls = append(urls, scrape.MetricsURL(u))
 	}
-	s := &scrape.Scraper{URLs: urls, Interval: o.interval, Duration: o.duration,
+	s := &scrape.Scraper{URLs: urls, Interval: o.interval, Duration: o.duration, Scrapes: o.scrapes,
 		Client: &http.Client{Timeout: o.timeout}}
 	if isatty.IsTerminal(os.Stderr.Fd()) {
 		s.Progress = os.Stderr
@@ -210,7 +215,7 @@ func Diagnose(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *r
 		d.Notes = append(d.Notes, fmt.Sprintf("suppression of %s expired on %s and no longer applies", s.Rule, s.Until))
 	}
 	for _, e := range evs {
-		d.Targets = append(d.Targets, advisor.Advise(e, set.Evaluate(e, cfg)))
+		d.Targets = append(d.Targets, advisor.Advise(e, set.Evaluate(e, cfg), cfg))
 	}
 	return d
 }
@@ -312,6 +317,9 @@ func buildEvidence(w *window.Window, cfg *rules.Config, opt vllm.Options, reqs [
 	notes = append(notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
 	evs, more := attachRequests(evs, reqs)
 	notes = append(notes, more...)
+	for _, e := range evs {
+		evidence.Check(e)
+	}
 	win := advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
 	if !w.Start.IsZero() {
 		s, e := w.Start.UTC(), w.End.UTC()

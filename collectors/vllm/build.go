@@ -387,10 +387,6 @@ func buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Eviden
 		v.Stage.ITLStalls = window.CountAbove(0.5, bk)
 		b.cite("stage.itl_stalls", name)
 	}
-	if f := v.Stage.TTFT.Mean - v.Stage.Queue.Mean - v.Stage.Prefill.Mean; evidence.Present(f) {
-		v.Stage.FrontMean = math.Max(0, f)
-		b.e.Cite("stage.front_mean", evidence.Source{Metric: "derived", From: w.From, Note: "ttft.mean − queue.mean − prefill.mean"})
-	}
 
 	v.Service.E2E = b.dist(E2E, "service.e2e")
 	v.Service.IterationTokens = b.dist(IterationTokens, "service.iteration_tokens")
@@ -563,6 +559,10 @@ func (b *builder) dist(key, path string) evidence.Dist {
 	d.Count = count
 	if count > 0 {
 		d.Mean = sum / count
+		if lo, hi := window.ObservedRange(buckets, count); d.Mean < lo*(1-1e-6)-1e-9 || d.Mean > hi*(1+1e-6)+1e-9 {
+			b.e.AddInconsistency(evidence.Inconsistency{Check: "mean-outside-buckets", Fields: []string{path},
+				Note: fmt.Sprintf("%s: the mean (_sum ÷ _count = %g) lies outside the buckets that hold observations (%g to %g): it is withheld", name, d.Mean, lo, hi)})
+		}
 	}
 	d.P50 = window.Quantile(0.5, buckets)
 	d.P90 = window.Quantile(0.9, buckets)

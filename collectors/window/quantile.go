@@ -138,3 +138,32 @@ func CountAbove(x float64, in []Bucket) float64 {
 	}
 	return total - below
 }
+
+// ObservedRange bounds the observations of cumulative buckets holding count
+// observations: above the bound below the first bucket with any, and at most
+// the bound of the first bucket holding them all. A mean outside it means
+// _sum and the buckets disagree.
+func ObservedRange(in []Bucket, count float64) (lo, hi float64) {
+	lo, hi = math.Inf(-1), math.Inf(1)
+	if len(in) == 0 || !(count > 0) {
+		return lo, hi
+	}
+	b := make([]Bucket, len(in))
+	copy(b, in)
+	sort.SliceStable(b, func(i, j int) bool { return b[i].UpperBound < b[j].UpperBound })
+	for i := range b {
+		if b[i].Count > 1e-9*count {
+			if i > 0 {
+				lo = b[i-1].UpperBound
+			}
+			break
+		}
+	}
+	for i := range b {
+		if b[i].Count >= count*(1-1e-9) {
+			hi = b[i].UpperBound
+			break
+		}
+	}
+	return lo, hi
+}

@@ -21,6 +21,9 @@ const (
 	V1   Version = "v1"    // vLLM ≥ 0.12: current names
 	V010 Version = "v0.10" // V1 engine, old and new KV/prefix names side by side
 	V0   Version = "v0"    // V0 engine: no engine label, no queue/prefill histograms
+	// Servers that speak vLLM's metrics but not all of them (forks, gateways).
+	V1NoQueue     Version = "v1-no-queue-metrics"   // no queue-time histogram, no preemption counter
+	V1TTFTNoQueue Version = "v1-ttft-without-queue" // TTFT measured from scheduling, so it leaves queue wait out
 )
 
 // Req is one finished request.
@@ -91,15 +94,19 @@ type state struct {
 
 func (s *state) add(v Version, r Req) {
 	ttft := r.Front + r.Queue + r.Prefill
+	e2e := ttft
 	var decode float64
 	for _, x := range r.Steps {
 		decode += x
 	}
-	e2e := ttft + decode
+	e2e += decode
 	obs := func(name string, x float64) {
 		if h, ok := s.h[name]; ok {
 			h.observe(x)
 		}
+	}
+	if v == V1TTFTNoQueue {
+		ttft -= r.Queue
 	}
 	obs("vllm:time_to_first_token_seconds", ttft)
 	obs("vllm:e2e_request_latency_seconds", e2e)
@@ -128,7 +135,6 @@ func (s *state) add(v Version, r Req) {
 		reason = "stop"
 	}
 	s.reasons[reason]++
-	_ = v
 }
 
 func newState(v Version) *state {
@@ -199,6 +205,15 @@ func families(v Version) []family {
 			h("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", reqLatB),
 			h("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", reqLatB),
 			h("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", reqLatB))
+	}
+	if v == V1NoQueue {
+		kept := fs[:0]
+		for _, f := range fs {
+			if f.name != "vllm:request_queue_time_seconds" && f.name != "vllm:num_preemptions_total" {
+				kept = append(kept, f)
+			}
+		}
+		fs = kept
 	}
 	return fs
 }

@@ -88,6 +88,33 @@ var Scenarios = []Scenario{
 		Start: Gauges{Running: 21, Waiting: 0, KV: 0.18}, End: Gauges{Running: 26, Waiting: 0, KV: 0.21},
 		BlockSize: 16, GPUBlocks: 27000, PrefixCache: true,
 	},
+	{
+		// Long-context requests of ~25k tokens with the batch capped at 12:
+		// running sits at its cap and a request or two waits at each end, yet
+		// queue wait is 2% of TTFT and prefill 98%. Prefix caching is on and
+		// reuses almost nothing (the prompts share no prefix).
+		Name: "long-context", Model: model8B, Seed: 6, Warm: 300, Window: 950,
+		Draw: func(r *rand.Rand) Req {
+			p := int(lognormal(r, 25000, 0.08))
+			o := int(lognormal(r, 200, 0.4)) + 2
+			return Req{Prompt: p, Output: o, Front: 0.01, Queue: r.ExpFloat64() * 0.059,
+				Prefill: float64(p) / 8600, Steps: steps(r, o, 0.04, 0.3), Cached: int(r.Float64() * 300)}
+		},
+		Start: Gauges{Running: 12, Waiting: 1, KV: 0.7}, End: Gauges{Running: 12, Waiting: 2, KV: 0.71},
+		BlockSize: 16, GPUBlocks: 27000, PrefixCache: true,
+	},
+	{
+		// A fast chat service: TTFT ~60 ms, nothing waits, KV nearly empty.
+		Name: "fast-chat", Model: model8B, Seed: 7, Warm: 500, Window: 1800,
+		Draw: func(r *rand.Rand) Req {
+			p := int(lognormal(r, 400, 0.5))
+			o := int(lognormal(r, 120, 0.5)) + 2
+			return Req{Prompt: p, Output: o, Front: 0.008 + 0.004*r.Float64(), Queue: r.ExpFloat64() * 0.002,
+				Prefill: 0.035 + float64(p)/40000, Steps: steps(r, o, 0.015, 0.3)}
+		},
+		Start: Gauges{Running: 4, Waiting: 0, KV: 0.02}, End: Gauges{Running: 3, Waiting: 0, KV: 0.03},
+		BlockSize: 16, GPUBlocks: 27000, PrefixCache: true,
+	},
 }
 
 // Example is one example directory: a scenario in a vintage.
@@ -106,6 +133,9 @@ var Examples = []Example{
 	{"healthy", "healthy", V1},
 	{"v0.10-kv-capacity", "kv-capacity", V010},
 	{"v0-healthy", "healthy", V0},
+	{"long-context", "long-context", V1},
+	{"no-queue-metrics", "fast-chat", V1NoQueue},
+	{"ttft-excludes-queue", "queueing", V1TTFTNoQueue},
 }
 
 // ByName finds a scenario.

@@ -1,0 +1,156 @@
+package evidence
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Slack of the part-versus-whole checks. Stage means come from requests
+// observed at different moments (TTFT at the first token, the rest at the
+// finish), so in any window the parts may exceed the whole by a little.
+const (
+	partsSlack = 0.15  // relative
+	partsFloor = 0.005 // seconds
+)
+
+// finishDists are observed once per finished request from the same place in
+// the server, so their counts agree up to requests caught mid-update.
+var finishDists = []string{"cond.prompt_tokens", "cond.output_tokens", "stage.queue", "stage.prefill",
+	"stage.decode", "stage.inference", "stage.tpot", "service.e2e"}
+
+// Check runs the consistency checks on evidence before any rule reads it and
+// derives the latency shares from the parts that survive them. Derived
+// fields already set (by a fixture, say) are kept. Members are checked too.
+func Check(e *Evidence) {
+	countsAgree(e)
+	st := &e.Values.Stage
+	ttft, q, p := st.TTFT.Mean, st.Queue.Mean, st.Prefill.Mean
+	e2e, dec := e.Values.Service.E2E.Mean, st.Decode.Mean
+	if e.Inconsistent("stage.queue") != "" {
+		q = math.NaN()
+	}
+	if e.Inconsistent("stage.prefill") != "" {
+		p = math.NaN()
+	}
+	if e.Inconsistent("stage.decode") != "" {
+		dec = math.NaN()
+	}
+	if e.Inconsistent("service.e2e") != "" {
+		e2e = math.NaN()
+	}
+	if e.Inconsistent("stage.ttft") != "" {
+		ttft = math.NaN()
+	}
+
+	// The whole users wait for the first token, and whether it is the sum of
+	// the parts the server reports.
+	total := ttft
+	front := math.NaN()
+	switch {
+	case Present(ttft) && Present(p) && p > over(ttft):
+		e.AddInconsistency(Inconsistency{Check: "prefill-exceeds-ttft", Fields: []string{"stage.ttft", "stage.prefill"},
+			Note: fmt.Sprintf("mean prefill %s exceeds mean TTFT %s, which should contain it: both are withheld", secs(p), secs(ttft))})
+		total, p = math.NaN(), math.NaN()
+	case Present(ttft) && Present(q) && Present(p) && q+p > over(ttft):
+		// TTFT that excludes queue wait (some gateways and forks): users wait
+		// for queue + TTFT, and the map is built from the parts.
+		e.AddInconsistency(Inconsistency{Check: "ttft-excludes-queue", Fields: []string{"stage.ttft"},
+			Note: fmt.Sprintf("queue %s + prefill %s exceed mean TTFT %s: this server's TTFT excludes queue wait, so its TTFT is withheld from rules and the latency map adds queue to it",
+				secs(q), secs(p), secs(ttft))})
+		total = q + ttft
+		front = math.Max(0, ttft-p)
+	case Present(ttft) && Present(q) && Present(p):
+		front = math.Max(0, ttft-q-p)
+	}
+	if Present(e2e) && Present(st.TTFT.Mean) && e.Inconsistent("stage.ttft") == "" && e2e < st.TTFT.Mean*(1-partsSlack)-partsFloor {
+		e.AddInconsistency(Inconsistency{Check: "e2e-below-ttft", Fields: []string{"service.e2e", "stage.ttft"},
+			Note: fmt.Sprintf("mean end-to-end %s is below mean TTFT %s, which it contains: both are withheld", secs(e2e), secs(st.TTFT.Mean))})
+		total, e2e, front = math.NaN(), math.NaN(), math.NaN()
+	}
+	if Present(e2e) && Present(dec) && dec > over(e2e) {
+		e.AddInconsistency(Inconsistency{Check: "decode-exceeds-e2e", Fields: []string{"stage.decode", "service.e2e"},
+			Note: fmt.Sprintf("mean decode %s exceeds mean end-to-end %s, which contains it: both are withheld", secs(dec), secs(e2e))})
+		e2e, dec = math.NaN(), math.NaN()
+	}
+
+	sh := &st.Share
+	if Present(total) && total > 0 {
+		setIfMissing(&sh.Queue, q/total)
+		setIfMissing(&sh.Prefill, p/total)
+		setIfMissing(&sh.Front, front/total)
+	}
+	if !Present(st.FrontMean) && Present(front) {
+		st.FrontMean = front
+		e.Cite("stage.front_mean", Source{Metric: "derived", Note: "ttft.mean − queue.mean − prefill.mean"})
+	}
+	if Present(e2e) && e2e > 0 {
+		setIfMissing(&sh.Decode, dec/e2e)
+	}
+	if itl := st.ITL; Present(itl.P99) && itl.P99 > 0 && Present(itl.P50) && e.Inconsistent("stage.itl") == "" {
+		setIfMissing(&sh.ITLTail, math.Max(0, (itl.P99-itl.P50)/itl.P99))
+	}
+	for _, path := range []string{"stage.share.queue", "stage.share.prefill", "stage.share.front", "stage.share.decode", "stage.share.itl_tail"} {
+		if f, _ := Lookup(path); Present(e.Values.Get(f)) {
+			if _, ok := e.Sources[path]; !ok {
+				e.Cite(path, Source{Metric: "derived", Note: "stage mean ÷ the latency it is part of"})
+			}
+		}
+	}
+	for _, m := range e.Members {
+		Check(m)
+	}
+}
+
+// countsAgree withholds a finish-time distribution whose count disagrees
+// with its siblings' (a truncated file, series from another window).
+func countsAgree(e *Evidence) {
+	type dc struct {
+		path  string
+		count float64
+	}
+	var cs []dc
+	for _, path := range finishDists {
+		f, _ := Lookup(path + ".count")
+		c := e.Values.Get(f)
+		// Request files are another population; compare server series only.
+		if s, ok := e.SourceOf(path); !Present(c) || (ok && s.Metric == "requests") {
+			continue
+		}
+		cs = append(cs, dc{path, c})
+	}
+	if len(cs) < 3 {
+		return
+	}
+	sorted := append([]dc(nil), cs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].count < sorted[j].count })
+	ref := sorted[len(sorted)/2].count
+	tol := math.Max(2, 0.02*ref)
+	if r := e.Values.Service.Running.Max; Present(r) {
+		// Simple servers record some of these at scheduling, not at finish.
+		tol = math.Max(tol, r)
+	}
+	for _, c := range cs {
+		if math.Abs(c.count-ref) > tol {
+			e.AddInconsistency(Inconsistency{Check: "count-mismatch", Fields: []string{c.path},
+				Note: fmt.Sprintf("%s counted %.0f requests where its sibling histograms counted %.0f: it is withheld", c.path, c.count, ref)})
+		}
+	}
+}
+
+func over(whole float64) float64 { return whole*(1+partsSlack) + partsFloor }
+
+func setIfMissing(dst *float64, x float64) {
+	if !Present(*dst) && Present(x) {
+		*dst = math.Max(0, x)
+	}
+}
+
+func secs(x float64) string {
+	switch {
+	case x >= 1:
+		return fmt.Sprintf("%.2fs", x)
+	default:
+		return fmt.Sprintf("%.0fms", x*1000)
+	}
+}

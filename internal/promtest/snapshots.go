@@ -1,0 +1,80 @@
+package promtest
+
+import (
+	"bufio"
+	"bytes"
+	"sort"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// OpenMetricsFromSnapshots stamps saved /metrics expositions with the times
+// they were taken and writes them as one OpenMetrics file for promtool, so a
+// window known only as snapshots can be queried through Prometheus too.
+// Process, Python and _created families are left out: they are no part of
+// the window and clash with counter names in OpenMetrics.
+func OpenMetricsFromSnapshots(snapshots [][]byte, at []time.Time) ([]byte, error) {
+	fams := map[string]*dto.MetricFamily{}
+	for i, snap := range snapshots {
+		p := expfmt.NewTextParser(model.LegacyValidation)
+		got, err := p.TextToMetricFamilies(bytes.NewReader(snap))
+		if err != nil {
+			return nil, err
+		}
+		ms := at[i].UnixMilli()
+		for name, f := range got {
+			if strings.HasSuffix(name, "_created") || strings.HasPrefix(name, "python_") || strings.HasPrefix(name, "process_") {
+				continue
+			}
+			acc, ok := fams[name]
+			if !ok {
+				acc = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type}
+				fams[name] = acc
+			}
+			for _, m := range f.Metric {
+				m.TimestampMs = &ms
+				acc.Metric = append(acc.Metric, m)
+			}
+		}
+	}
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	for _, n := range names {
+		f := fams[n]
+		// OpenMetrics wants each series' samples together, in time order.
+		sort.SliceStable(f.Metric, func(i, j int) bool {
+			a, b := labelKey(f.Metric[i]), labelKey(f.Metric[j])
+			if a != b {
+				return a < b
+			}
+			return f.Metric[i].GetTimestampMs() < f.Metric[j].GetTimestampMs()
+		})
+		if _, err := expfmt.MetricFamilyToOpenMetrics(w, f); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := expfmt.FinalizeOpenMetrics(w); err != nil {
+		return nil, err
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+func labelKey(m *dto.Metric) string {
+	var b strings.Builder
+	for _, l := range m.Label {
+		b.WriteString(l.GetName() + "=" + l.GetValue() + ",")
+	}
+	return b.String()
+}
