@@ -112,9 +112,9 @@ type Finding struct {
 	Impact *float64 `json:"impact,omitempty"`
 	// Capped says why a critical finding was lowered to a warning and cannot
 	// be the verdict: its stage holds too little of the latency.
-	Capped string `json:"capped,omitempty"`
-	Next       []rules.Step       `json:"next"`
-	Docs       string             `json:"docs"`
+	Capped string       `json:"capped,omitempty"`
+	Next   []rules.Step `json:"next"`
+	Docs   string       `json:"docs"`
 	// ExplainedBy names the finding whose bottleneck causes this one.
 	ExplainedBy string `json:"explained_by,omitempty"`
 	Suppressed  string `json:"suppressed,omitempty"`
