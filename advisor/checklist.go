@@ -1,6 +1,8 @@
 package advisor
 
 import (
+	"strings"
+
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
@@ -71,6 +73,10 @@ func CheckTarget(e *evidence.Evidence, results []rules.Result) ChecklistTarget {
 			t.Failed++
 		case rules.Quiet:
 			it.Status, it.Message = Pass, r.Rule.RenderOK(&e.Values)
+			if r.Bound != "" {
+				// Passed by a bound: say what was missing and why it could not fail.
+				it.Message = strings.TrimSpace(it.Message + " Not measured directly, but " + r.Bound + ".")
+			}
 			t.Passed++
 		default:
 			g := gapOf(r)

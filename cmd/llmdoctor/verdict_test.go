@@ -192,3 +192,18 @@ func TestTTFTExcludingQueueIsNamed(t *testing.T) {
 		t.Errorf("text report does not name it:\n%s", text)
 	}
 }
+
+// A one-second window holds one gauge sample and a handful of requests: no
+// rule may judge it, so nothing fires, let alone a critical finding.
+func TestOneSecondWindowFiresNothing(t *testing.T) {
+	fx := backfilledProm(t)
+	end := strconv.FormatInt(fx.ends["queue-bound"].Unix(), 10)
+	tg := verdictOf(t, "--prom", fx.url, "--window", "1s", "--end", end).Targets[0]
+	if len(tg.Findings) != 0 || tg.Primary.Status == "found" {
+		t.Fatalf("primary %+v findings %+v", tg.Primary, tg.Findings)
+	}
+	// The same server over 15 minutes is queue-bound.
+	if full := verdictOf(t, "--prom", fx.url, "--window", "15m", "--end", end); full.Targets[0].Primary.Bottleneck != "queueing" {
+		t.Fatalf("15m verdict %+v", full.Targets[0].Primary)
+	}
+}

@@ -144,3 +144,24 @@ func TestRatioGaugesAverageCountsAdd(t *testing.T) {
 		t.Fatalf("fleet running %v, want 600", r)
 	}
 }
+
+// A mean (_sum ÷ _count) outside the buckets that hold the observations
+// cannot be: the histogram is withheld, not summarised.
+func TestMeanOutsideItsBucketsIsWithheld(t *testing.T) {
+	l := window.Labels{"model_name": "m", "engine": "0"}
+	bk := []window.Bucket{{UpperBound: 0.1, Count: 0}, {UpperBound: 0.5, Count: 30}, {UpperBound: 1, Count: 40}, {UpperBound: math.Inf(1), Count: 40}}
+	for _, c := range []struct {
+		sum  float64
+		bad  bool
+		name string
+	}{{0.8, true, "below the lowest bucket with a count"}, {50, true, "above the highest"}, {12, false, "inside"}} {
+		t.Run(c.name, func(t *testing.T) {
+			w := win()
+			w.Histograms["vllm:time_to_first_token_seconds"] = []window.Histogram{{Labels: l, Count: 40, Sum: c.sum, Buckets: bk}}
+			e := Build(w, Options{})[0]
+			if got := e.Inconsistent("stage.ttft.mean") != ""; got != c.bad {
+				t.Fatalf("withheld %v, want %v (%+v)", got, c.bad, e.Inconsistencies)
+			}
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package evidence
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func dist(count, mean float64) Dist {
+	return Dist{Count: count, Mean: mean, P50: math.NaN(), P90: math.NaN(), P95: math.NaN(), P99: math.NaN(), Max: math.NaN()}
+}
+
+func withStages(ttft, queue, prefill, decode, e2e float64) *Evidence {
+	e := New(Target{Model: "m"})
+	v := &e.Values
+	v.Stage.TTFT, v.Stage.Queue, v.Stage.Prefill = dist(1000, ttft), dist(1000, queue), dist(1000, prefill)
+	v.Stage.Decode, v.Service.E2E = dist(1000, decode), dist(1000, e2e)
+	return e
+}
+
+func checks(e *Evidence) string {
+	var out []string
+	for _, in := range e.Inconsistencies {
+		out = append(out, in.Check+":"+strings.Join(in.Fields, ","))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestConsistentPartsGiveShares(t *testing.T) {
+	e := withStages(2.0, 1.5, 0.4, 6, 8)
+	Check(e)
+	s := e.Values.Stage.Share
+	if checks(e) != "" || math.Abs(s.Queue-0.75) > 1e-9 || math.Abs(s.Prefill-0.2) > 1e-9 ||
+		math.Abs(s.Front-0.05) > 1e-9 || math.Abs(s.Decode-0.75) > 1e-9 || math.Abs(e.Values.Stage.FrontMean-0.1) > 1e-9 {
+		t.Fatalf("checks %q shares %+v front %v", checks(e), s, e.Values.Stage.FrontMean)
+	}
+	// A little over the whole is window noise, not a contradiction: front
+	// is then zero, never negative.
+	e = withStages(2.0, 1.7, 0.4, 6, 8)
+	Check(e)
+	if checks(e) != "" || e.Values.Stage.FrontMean != 0 || e.Values.Stage.Share.Front != 0 {
+		t.Fatalf("checks %q front %v", checks(e), e.Values.Stage.FrontMean)
+	}
+	// Check twice changes nothing.
+	Check(e)
+	if len(e.Inconsistencies) != 0 {
+		t.Fatal("second check added notes")
+	}
+}
+
+func TestTTFTWithoutQueueIsNamedAndMappedFromParts(t *testing.T) {
+	e := withStages(0.3, 1.2, 0.25, 6, 8)
+	Check(e)
+	if checks(e) != "ttft-excludes-queue:stage.ttft" || e.Inconsistent("stage.ttft.p99") == "" || e.Inconsistent("stage.queue.mean") != "" {
+		t.Fatalf("checks %q", checks(e))
+	}
+	s := e.Values.Stage.Share
+	if math.Abs(s.Queue-0.8) > 1e-9 || math.Abs(s.Front-0.05/1.5) > 1e-9 || math.Abs(e.Values.Stage.FrontMean-0.05) > 1e-9 {
+		t.Fatalf("shares %+v front %v", s, e.Values.Stage.FrontMean)
+	}
+}
+
+func TestContradictionsWithholdWhatTheyName(t *testing.T) {
+	cases := []struct {
+		name                         string
+		ttft, queue, prefill, dec, e float64
+		want                         string
+	}{
+		{"prefill over TTFT", 0.3, 0.01, 0.9, 6, 8, "prefill-exceeds-ttft:stage.ttft,stage.prefill"},
+		{"e2e under TTFT", 3, 1, 1.5, 0.5, 1, "e2e-below-ttft:service.e2e,stage.ttft"},
+		{"decode over e2e", 1, 0.5, 0.4, 12, 8, "decode-exceeds-e2e:stage.decode,service.e2e"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := withStages(c.ttft, c.queue, c.prefill, c.dec, c.e)
+			Check(e)
+			if got := checks(e); got != c.want {
+				t.Fatalf("checks %q, want %q", got, c.want)
+			}
+			for _, f := range e.Inconsistencies[0].Fields {
+				if e.Inconsistent(f+".mean") == "" {
+					t.Errorf("%s not withheld", f)
+				}
+			}
+			sh := e.Values.Stage.Share
+			if c.name != "decode over e2e" && (Present(sh.Queue) || Present(sh.Prefill)) {
+				t.Errorf("shares computed from withheld parts: %+v", sh)
+			}
+			if c.name == "decode over e2e" && Present(sh.Decode) {
+				t.Errorf("decode share from withheld parts: %v", sh.Decode)
+			}
+		})
+	}
+}
+
+func TestSiblingCountsMustAgree(t *testing.T) {
+	e := withStages(2, 1.5, 0.4, 6, 8)
+	e.Values.Cond.PromptTokens = dist(1000, 900)
+	e.Values.Stage.Queue.Count = 480 // half the window: a truncated or mixed file
+	e.Values.Service.Running.Max = 20
+	Check(e)
+	if checks(e) != "count-mismatch:stage.queue" || Present(e.Values.Stage.Share.Queue) {
+		t.Fatalf("checks %q share %v", checks(e), e.Values.Stage.Share.Queue)
+	}
+	// Within the requests in flight it is the normal gap between scheduling
+	// and finishing.
+	e = withStages(2, 1.5, 0.4, 6, 8)
+	e.Values.Cond.PromptTokens = dist(1000, 900)
+	e.Values.Stage.Queue.Count = 1015
+	e.Values.Service.Running.Max = 20
+	Check(e)
+	if checks(e) != "" {
+		t.Fatalf("checks %q", checks(e))
+	}
+	// Request files are another population and are not compared.
+	e = withStages(2, 1.5, 0.4, 6, 8)
+	e.Values.Cond.PromptTokens = dist(1000, 900)
+	e.Values.Stage.Queue.Count = 40
+	e.Cite("stage.queue", Source{Metric: "requests"})
+	Check(e)
+	if checks(e) != "" {
+		t.Fatalf("checks %q", checks(e))
+	}
+}
