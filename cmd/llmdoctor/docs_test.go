@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// yamlBlocks returns the ```yaml blocks of a doc, in order.
+func yamlBlocks(t *testing.T, doc string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// The rule, its two test cases and the configuration in
+// docs/writing-rules.md load and pass as written.
+func TestWritingRulesExamplesRun(t *testing.T) {
+	blocks := yamlBlocks(t, "writing-rules.md")
+	if len(blocks) != 4 {
+		t.Fatalf("want the rule, two cases and a config in docs/writing-rules.md, found %d yaml blocks", len(blocks))
+	}
+	dir := t.TempDir()
+	tests := filepath.Join(dir, "team", "slow-ttft.tests")
+	os.MkdirAll(tests, 0o755)
+	os.WriteFile(filepath.Join(dir, "team", "slow-ttft.yaml"), []byte(blocks[0]), 0o644)
+	for _, b := range blocks[1:3] {
+		name := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(b, "\n", 2)[0], "# slow-ttft.tests/"))
+		name = strings.SplitN(name, ":", 2)[0]
+		os.WriteFile(filepath.Join(tests, name), []byte(b), 0o644)
+	}
+	code, out, errOut := runCLI(t, "rules", "test", dir)
+	if code != 0 || !strings.Contains(out, "2 passed, 0 failed") {
+		t.Fatalf("rules test: %d %s %s", code, out, errOut)
+	}
+	cfg := filepath.Join(t.TempDir(), "llmdoctor.yaml")
+	os.WriteFile(cfg, []byte(blocks[3]), 0o644)
+	if code, _, errOut := runCLI(t, append([]string{"diagnose", "--config", cfg, "--rules", dir}, example("queueing")...)...); code != 0 {
+		t.Fatalf("diagnose with the documented config: %d %s", code, errOut)
+	}
+}
+
+// The worked examples in docs/verdict.md give the verdict and deciding rule
+// they say they give.
+func TestVerdictDocExamples(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "verdict.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `examples/([a-z0-9.-]+)` \\| `([a-z-]+)` \\| (?:`([a-z/-]+)`|—) \\|")
+	rows := row.FindAllStringSubmatch(string(b), -1)
+	if len(rows) < 6 {
+		t.Fatalf("found %d worked examples", len(rows))
+	}
+	for _, r := range rows {
+		t.Run(r[1], func(t *testing.T) {
+			p := diagnoseJSON(t, example(r[1])...).Targets[0].Primary
+			if p.Bottleneck != r[2] || p.Rule != r[3] {
+				t.Fatalf("verdict %s (%s), the doc says %s (%s)", p.Bottleneck, p.Rule, r[2], r[3])
+			}
+		})
+	}
+}
+
+// The README's "What it prints" is what examples/queueing prints: every line
+// shown is in the report ("…" marks what the README leaves out).
+func TestReadmeSampleIsTheReport(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)## What it prints\n\n```\n(.*?)```").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("README has no sample report")
+	}
+	_, out, _ := runCLI(t, append([]string{"diagnose", "--color", "never"}, example("queueing")...)...)
+	for _, line := range strings.Split(strings.TrimRight(string(m[1]), "\n"), "\n") {
+		if strings.TrimSpace(line) != "…" && !strings.Contains(out, line+"\n") {
+			t.Errorf("README line not in the report: %q", line)
+		}
+	}
+}
