@@ -325,7 +325,7 @@ func pct(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }
 func explain(fs []Finding, results []rules.Result) {
 	explains := map[string][]string{}
 	for _, r := range results {
-		explains[r.Rule.ID] = r.Rule.Explains
+		explains[r.Rule.ID] = r.Explains
 	}
 	causes := map[string]string{}
 	for _, c := range fs {

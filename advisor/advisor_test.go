@@ -22,7 +22,7 @@ func rule(t *testing.T, id, bottleneck, severity, explains, next string) *rules.
 }
 
 func fired(r *rules.Rule, impact float64) rules.Result {
-	return rules.Result{Rule: r, Outcome: rules.Fired, Severity: r.Sev, Impact: impact, Message: "m",
+	return rules.Result{Rule: r, Outcome: rules.Fired, Severity: r.Sev, Impact: impact, Message: "m", Explains: r.Explains,
 		Evidence: map[string]float64{"stage.ttft.mean": 1}}
 }
 

@@ -86,6 +86,8 @@ type Stage struct {
 	TTFTP99Trend float64 `expr:"ttft_p99_trend"`
 	// ITLStalls counts inter-token gaps over 500 ms: one per stalled stream.
 	ITLStalls float64 `expr:"itl_stalls"`
+	// ITLStallSeconds is the time streams spent frozen in those gaps.
+	ITLStallSeconds float64 `expr:"itl_stall_seconds"`
 	// Share is how much of the latency users see each stage holds.
 	Share Shares `expr:"share"`
 }

@@ -24,6 +24,9 @@ func Doc(r *Rule) string {
 	if len(r.Explains) > 0 {
 		fmt.Fprintf(&b, "| explains | %s |\n", "`"+strings.Join(r.Explains, "`, `")+"`")
 	}
+	for _, x := range sortedKeys(r.ExplainsIf) {
+		fmt.Fprintf(&b, "| explains `%s` when | `%s` |\n", x, strings.Join(strings.Fields(r.ExplainsIf[x]), " "))
+	}
 	b.WriteString("\n## Why\n\n" + strings.TrimSpace(r.Why) + "\n")
 	if r.Applies != "" {
 		b.WriteString("\n## Applies when\n\n```\n" + strings.TrimSpace(r.Applies) + "\n```\n\nElsewhere the rule is quiet: it has nothing to judge.\n")

@@ -39,6 +39,9 @@ type Result struct {
 	// Bound, on a quiet result, says why the rule could not fire although
 	// some of what it reads is missing.
 	Bound string
+	// Explains, on a fired result, are the bottlenecks it is the cause of
+	// here: the rule's explains, and those of explains_if that held.
+	Explains []string
 	// Missing names what kept an insufficient rule from running.
 	Missing []Missing
 	// Suppressed holds the reason when a suppression matched.
@@ -216,6 +219,16 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 	case r.share != nil:
 		if x := e.Values.Get(*r.share); evidence.Present(x) && e.Inconsistent(r.share.Path) == "" {
 			res.Impact = math.Max(0, math.Min(1, x))
+		}
+	}
+	res.Explains = append([]string(nil), r.Explains...)
+	for _, b := range sortedKeys(r.explainsIf) {
+		c := r.explainsIf[b]
+		if len(missing(c.reads, e, cfg)) > 0 {
+			continue // unknown: explain nothing on a guess
+		}
+		if ok, err := machine.Run(c.cond, env); err == nil && ok == true {
+			res.Explains = append(res.Explains, b)
 		}
 	}
 	msg, err := r.render(&e.Values, e.Text, env.Params, env.Verdict)
@@ -495,6 +508,15 @@ func (c *Config) Expired() []Suppression {
 }
 
 func keysOf(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedKeys[T any](m map[string]T) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

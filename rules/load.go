@@ -127,6 +127,23 @@ func Parse(file string, data []byte) (*Rule, error) {
 			return nil, fail("explains", "a rule cannot explain its own bottleneck")
 		}
 	}
+	for b, cond := range spec.ExplainsIf {
+		if !slices.Contains(Bottlenecks, b) || b == "none" || b == spec.Bottleneck || slices.Contains(spec.Explains, b) {
+			return nil, fail("explains_if", "explains_if %q: want another bottleneck, not already under explains", b)
+		}
+		prog, err := compile(cond, expr.AsBool())
+		if err != nil {
+			return nil, fail("explains_if", "explains_if %s: %s", b, oneLine(err))
+		}
+		reads := map[string]bool{}
+		if err := r.walk(prog.Node(), reads); err != nil {
+			return nil, fail("explains_if", "explains_if %s: %v", b, err)
+		}
+		if r.explainsIf == nil {
+			r.explainsIf = map[string]bound{}
+		}
+		r.explainsIf[b] = bound{cond: prog, reads: fieldsOf(reads), src: cond}
+	}
 	for _, n := range spec.Needs {
 		if _, ok := NeedSources[n]; !ok {
 			return nil, fail("needs", "needs %q: want dcgm or requests", n)

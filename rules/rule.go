@@ -79,11 +79,15 @@ type Spec struct {
 	ID    string `yaml:"id"`
 	Title string `yaml:"title"`
 	// Item is the checklist's wording: what holds when the rule is quiet.
-	Item       string             `yaml:"item"`
-	Layer      string             `yaml:"layer"`
-	Bottleneck string             `yaml:"bottleneck"`
-	Severity   string             `yaml:"severity"`
-	Explains   []string           `yaml:"explains"`
+	Item       string   `yaml:"item"`
+	Layer      string   `yaml:"layer"`
+	Bottleneck string   `yaml:"bottleneck"`
+	Severity   string   `yaml:"severity"`
+	Explains   []string `yaml:"explains"`
+	// ExplainsIf names bottlenecks the finding explains only where an
+	// expression holds (stalls explain slow prefills when prompt lengths are
+	// mixed, so short prompts wait behind long ones).
+	ExplainsIf map[string]string  `yaml:"explains_if"`
 	Params     map[string]float64 `yaml:"params"`
 	Thresholds map[string]string  `yaml:"thresholds"`
 	// Needs names whole sources the rule is about (dcgm, requests): without
@@ -154,6 +158,7 @@ type Rule struct {
 
 	when, impact, applies *vm.Program
 	bounds, conjuncts     []bound
+	explainsIf            map[string]bound
 	// share is the stage's share field, the default impact.
 	share        *evidence.Field
 	appliesReads []evidence.Field

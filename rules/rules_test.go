@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,5 +182,33 @@ func TestBuiltinRulesDeclareTheirStage(t *testing.T) {
 	r, err := Parse("f.yaml", []byte("id: x/y\ntitle: t\nlayer: stage\nbottleneck: kv-capacity\nseverity: warning\nwhen: stage.ttft.mean > 1\nsays: s\n"))
 	if err != nil || r.Stage != "queue" {
 		t.Fatalf("a user rule without stage: %v, stage %q", err, r.Stage)
+	}
+}
+
+// Stalls explain slow prefills only when prompt lengths are mixed: then short
+// prompts wait behind long ones. Uniformly long prompts make their own prefill.
+func TestExplainsIfHoldsOnlyWhereItsConditionDoes(t *testing.T) {
+	s := builtinSet(t)
+	r, _ := s.Get("interference/stalls")
+	one := &Set{Rules: []*Rule{r}, byID: map[string]*Rule{r.ID: r}}
+	for _, c := range []struct {
+		p50  float64
+		want string
+	}{{480, "decode queueing prefill"}, {6000, "decode queueing"}} {
+		e, err := FixtureEvidence(map[string]any{
+			"stage.itl": map[string]any{"count": 900000, "p50": 0.018}, "stage.itl_stalls": 4700, "stage.itl_stall_seconds": 3100,
+			"service.finished": 2700, "service.e2e": map[string]any{"count": 2700, "mean": 7.7},
+			"cond.prompt_tokens": map[string]any{"count": 2700, "p50": c.p50, "p99": 14000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := one.Evaluate(e, nil)[0]
+		if res.Outcome != Fired || strings.Join(res.Explains, " ") != c.want {
+			t.Fatalf("prompt p50 %v: %s explains %v, want %s", c.p50, res.Outcome, res.Explains, c.want)
+		}
+		// Impact: frozen time per request over end-to-end.
+		if math.Abs(res.Impact-3100.0/2700/7.7) > 1e-9 {
+			t.Fatalf("impact %v", res.Impact)
+		}
 	}
 }

@@ -385,7 +385,9 @@ func buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Eviden
 	b.ttftTrend()
 	if bk, name := b.buckets(StepLatency); bk != nil {
 		v.Stage.ITLStalls = window.CountAbove(0.5, bk)
+		v.Stage.ITLStallSeconds = window.SumAbove(0.5, bk)
 		b.cite("stage.itl_stalls", name)
+		b.cite("stage.itl_stall_seconds", name)
 	}
 
 	v.Service.E2E = b.dist(E2E, "service.e2e")

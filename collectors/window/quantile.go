@@ -167,3 +167,33 @@ func ObservedRange(in []Bucket, count float64) (lo, hi float64) {
 	}
 	return lo, hi
 }
+
+// SumAbove estimates the sum of the observations above x from cumulative
+// buckets: each bucket's share above x at its midpoint, as the quantiles
+// interpolate; observations past the highest finite bound count at that
+// bound, so the estimate errs low. NaN without a +Inf bucket.
+func SumAbove(x float64, in []Bucket) float64 {
+	if len(in) == 0 || !HasInf(in) {
+		return math.NaN()
+	}
+	b := make([]Bucket, len(in))
+	copy(b, in)
+	sort.SliceStable(b, func(i, j int) bool { return b[i].UpperBound < b[j].UpperBound })
+	b = coalesce(b)
+	ensureMonotonic(b)
+	var sum, lower, below float64
+	for _, bk := range b {
+		n := bk.Count - below
+		switch {
+		case n <= 0 || bk.UpperBound <= x:
+		case math.IsInf(bk.UpperBound, 1):
+			sum += n * math.Max(lower, x)
+		default:
+			lo := math.Max(lower, x)
+			frac := (bk.UpperBound - lo) / (bk.UpperBound - lower)
+			sum += n * frac * (lo + bk.UpperBound) / 2
+		}
+		lower, below = bk.UpperBound, bk.Count
+	}
+	return sum
+}

@@ -105,3 +105,18 @@ func TestCountAbove(t *testing.T) {
 		t.Error("no +Inf bucket must give NaN")
 	}
 }
+
+func TestSumAbove(t *testing.T) {
+	b := []Bucket{{0.1, 90}, {0.5, 95}, {1, 99}, {math.Inf(1), 100}}
+	// 4 observations in (0.5, 1] at 0.75, one past 1 counted at 1.
+	if got := SumAbove(0.5, b); math.Abs(got-4) > 1e-9 {
+		t.Fatalf("SumAbove(0.5) = %v, want 4", got)
+	}
+	// Half of (0.5, 1] lies above 0.75: 2 observations at 0.875, plus 1.
+	if got := SumAbove(0.75, b); math.Abs(got-2.75) > 1e-9 {
+		t.Fatalf("SumAbove(0.75) = %v, want 2.75", got)
+	}
+	if !math.IsNaN(SumAbove(0.5, b[:3])) {
+		t.Fatal("without +Inf the sum is unknown")
+	}
+}
