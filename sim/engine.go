@@ -31,6 +31,7 @@ type request struct {
 	preemptions        int
 	itls               []float64
 	streaming          bool
+	truth              requestTruth
 }
 
 func (r *request) remaining() int { return r.prompt + r.generated - r.computed }
@@ -64,7 +65,9 @@ type Engine struct {
 	model Model
 	rng   *rand.Rand
 
-	now         float64
+	now float64
+	// until is the latest time AdvanceTo was asked for; a step may end past it.
+	until       float64
 	nextArrival float64
 	nextID      int
 	pending     pendingHeap
@@ -87,6 +90,13 @@ type Engine struct {
 
 	batch []work // reused between steps
 	done  []*request
+
+	// hold is what stopped admission at the last step; holdClock the time
+	// the waiting queue has spent held by each limit since the start.
+	hold      holdReason
+	holdClock [holdReasons]float64
+	last      stepCost
+	truth     *truthAccumulator
 }
 
 // New builds an engine for a scenario. keepRecords keeps every finished
@@ -190,13 +200,16 @@ func (e *Engine) newRequest(at float64) *request {
 
 // AdvanceTo runs the engine until virtual time t (seconds).
 func (e *Engine) AdvanceTo(t float64) {
+	e.until = math.Max(e.until, t)
 	for e.now < t {
 		for e.nextArrival <= e.now {
 			heap.Push(&e.pending, e.newRequest(e.nextArrival))
 			e.nextArrival = e.gap(e.nextArrival)
 		}
 		for e.pending.Len() > 0 && e.pending[0].enqueued <= e.now {
-			e.waiting = append(e.waiting, heap.Pop(&e.pending).(*request))
+			r := heap.Pop(&e.pending).(*request)
+			e.joinWaiting(r)
+			e.waiting = append(e.waiting, r)
 		}
 		if len(e.running) == 0 && len(e.waiting) == 0 {
 			next := e.nextArrival
@@ -214,6 +227,7 @@ func (e *Engine) AdvanceTo(t float64) {
 
 func (e *Engine) idle(until float64) {
 	if until > e.now {
+		e.holdFor(until - e.now)
 		e.m.gpuIdle(until - e.now)
 		e.now = until
 	}
@@ -255,7 +269,16 @@ func (e *Engine) step() bool {
 	}
 
 	// Then waiting requests, FCFS, while the batch and the cache have room.
-	for len(e.waiting) > 0 && len(e.running) < ec.MaxNumSeqs && budget > 0 {
+	e.hold = holdNone
+	for len(e.waiting) > 0 {
+		if len(e.running) >= ec.MaxNumSeqs {
+			e.hold = holdSeqs
+			break
+		}
+		if budget <= 0 {
+			e.hold = holdTokens
+			break
+		}
 		r := e.waiting[0]
 		cached := 0
 		if r.computed == 0 && ec.PrefixCaching && r.group >= 0 {
@@ -271,6 +294,7 @@ func (e *Engine) step() bool {
 		if ec.ChunkedPrefill {
 			n = min(need, budget)
 		} else if need > budget && len(batch) > 0 {
+			e.hold = holdTokens
 			break
 		}
 		if cached > 0 {
@@ -280,6 +304,7 @@ func (e *Engine) step() bool {
 		if !e.allocate(r, n) {
 			r.computed -= cached
 			e.unpin(r)
+			e.hold = holdKV
 			break
 		}
 		e.waiting = e.waiting[1:]
@@ -287,6 +312,7 @@ func (e *Engine) step() bool {
 			r.scheduled = e.now
 			r.cached = cached
 			e.m.scheduled(r, e.now)
+			e.admitted(r)
 		}
 		e.running = append(e.running, r)
 		batch = append(batch, work{r, n})
@@ -297,6 +323,8 @@ func (e *Engine) step() bool {
 	}
 	dt, weightBytes := e.run(batch)
 	e.Steps++
+	e.observeStep(batch, dt)
+	e.holdFor(dt)
 	e.now += dt
 	e.apply(batch, weightBytes, dt)
 	e.m.setGauges(e)
@@ -316,47 +344,66 @@ func (e *Engine) allocateOrPreempt(r *request, n int) bool {
 	return true
 }
 
-// run prices a step: max(FLOPs ÷ compute, bytes ÷ bandwidth) + CPU overhead.
-func (e *Engine) run(batch []work) (dt, weightBytes float64) {
+// stepCost is a step's price by part: memory traffic, FLOPs, tensor-parallel
+// all-reduces and fixed CPU overhead, all in seconds.
+type stepCost struct {
+	mem, cmp, comm, overhead  float64
+	bytes, flops, weightBytes float64
+	tokens                    float64
+	decodes                   int
+}
+
+func (c stepCost) gpu() float64 { return math.Max(c.mem, c.cmp) + c.comm }
+
+// cost prices a batch: max(FLOPs ÷ compute, bytes ÷ bandwidth) + all-reduces + CPU overhead.
+func (e *Engine) cost(batch []work) stepCost {
 	m := e.model
-	var tokens, attn, kvRead float64
-	decodes := 0
+	var c stepCost
+	var attn, kvRead float64
 	for _, w := range batch {
 		ctx := float64(w.r.computed)
-		tokens += float64(w.n)
+		c.tokens += float64(w.n)
 		attn += float64(w.n) * (ctx + float64(w.n)/2)
 		kvRead += ctx
 		if w.r.remaining() == 1 && w.n == 1 {
-			decodes++
+			c.decodes++
 		}
 	}
-	weightBytes = m.WeightBytes()
+	c.weightBytes = m.WeightBytes()
 	if m.Experts > 0 {
 		// Each token routes to ActiveExperts of Experts: the experts touched
 		// by at least one token of the step must be read.
-		touched := 1 - math.Pow(1-float64(m.ActiveExperts)/float64(m.Experts), tokens)
-		weightBytes = (m.Params-m.ExpertParams)*m.DTypeBytes + m.ExpertParams*m.DTypeBytes*touched
+		touched := 1 - math.Pow(1-float64(m.ActiveExperts)/float64(m.Experts), c.tokens)
+		c.weightBytes = (m.Params-m.ExpertParams)*m.DTypeBytes + m.ExpertParams*m.DTypeBytes*touched
 	}
-	bytes := weightBytes + kvRead*e.kvBytesPerToken
-	flops := 2*m.ActiveParams*tokens + 4*float64(m.Layers*m.Hidden)*attn
+	c.bytes = c.weightBytes + kvRead*e.kvBytesPerToken
+	c.flops = 2*m.ActiveParams*c.tokens + 4*float64(m.Layers*m.Hidden)*attn
 	tp := float64(e.sc.TP)
-	tMem := bytes / (e.gpu.Bandwidth * tp * bandwidthEfficiency)
-	tCmp := flops / (e.gpu.FLOPS * tp * computeEfficiency)
-	gpu := math.Max(tMem, tCmp)
+	c.mem = c.bytes / (e.gpu.Bandwidth * tp * bandwidthEfficiency)
+	c.cmp = c.flops / (e.gpu.FLOPS * tp * computeEfficiency)
 	if e.sc.TP > 1 {
 		// Two all-reduces of the step's activations per layer (ring).
-		msg := tokens * float64(m.Hidden) * m.DTypeBytes
+		msg := c.tokens * float64(m.Hidden) * m.DTypeBytes
 		per := e.gpu.LinkLatency + 2*(tp-1)/tp*msg/e.gpu.LinkBandwidth
-		gpu += 2 * float64(m.Layers) * per
+		c.comm = 2 * float64(m.Layers) * per
 	}
-	dt = gpu + e.sc.Engine.StepOverhead.Seconds()
-	if decodes > 0 {
-		if slack := dt - weightBytes/(e.gpu.Bandwidth*tp); slack < e.MinDecodeSlack {
+	c.overhead = e.sc.Engine.StepOverhead.Seconds()
+	return c
+}
+
+// run prices a step and records it in the metrics.
+func (e *Engine) run(batch []work) (dt, weightBytes float64) {
+	c := e.cost(batch)
+	gpu := c.gpu()
+	dt = gpu + c.overhead
+	if c.decodes > 0 {
+		if slack := dt - c.weightBytes/(e.gpu.Bandwidth*float64(e.sc.TP)); slack < e.MinDecodeSlack {
 			e.MinDecodeSlack = slack
 		}
 	}
-	e.m.gpuBusy(gpu, dt, bytes, flops, int(tokens))
-	return dt, weightBytes
+	e.m.gpuBusy(gpu, dt, c.bytes, c.flops, int(c.tokens))
+	e.last = c
+	return dt, c.weightBytes
 }
 
 func (e *Engine) apply(batch []work, weightBytes, dt float64) {
@@ -403,6 +450,7 @@ func (e *Engine) finish(r *request, reason string) {
 	}
 	e.free(r)
 	e.m.finished(r, e.now, reason)
+	e.truthFinished(r)
 	if e.keepRecords {
 		rec := Record{ID: r.id, Arrival: r.arrival, Prompt: r.prompt, Output: r.generated, Cached: r.cached,
 			Front: r.enqueued - r.arrival, Queue: r.scheduled - r.enqueued, Prefill: r.firstToken - r.scheduled,
@@ -457,6 +505,9 @@ func (e *Engine) preempt(r *request) {
 	r.computed = 0
 	r.preemptions++
 	e.m.preempted()
+	if e.truth != nil {
+		e.truth.preemptions++
+	}
 	e.waiting = append([]*request{r}, e.waiting...)
 }
 

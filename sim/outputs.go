@@ -30,6 +30,9 @@ type Offline struct {
 	// Start and End receive /metrics as a scrape would have seen it (vLLM
 	// then DCGM families, no timestamps) at the window's edges.
 	Start, End io.Writer
+	// Points, when set, receives /metrics like Start and End at every sample
+	// point of the OpenMetrics file, oldest first, with the point's time.
+	Points func(at time.Time, exposition []byte) error
 	// Epoch is the wall-clock time of virtual time zero (default sim.Epoch).
 	Epoch time.Time
 }
@@ -53,7 +56,7 @@ func (o Offline) Run(sc *Scenario) error {
 	if epoch.IsZero() {
 		epoch = Epoch
 	}
-	gather := o.OpenMetrics != nil || o.Start != nil || o.End != nil
+	gather := o.OpenMetrics != nil || o.Start != nil || o.End != nil || o.Points != nil
 	vllmReg, dcgmReg := e.Registries()
 	series := map[string]*dto.MetricFamily{}
 	var order []string
@@ -99,6 +102,11 @@ func (o Offline) Run(sc *Scenario) error {
 						order = append(order, f.GetName())
 					}
 					acc.Metric = append(acc.Metric, f.Metric...)
+				}
+			}
+			if o.Points != nil {
+				if err := o.Points(epoch.Add(time.Duration(t*float64(time.Second))), text.Bytes()); err != nil {
+					return err
 				}
 			}
 			for _, x := range []struct {

@@ -16,87 +16,87 @@ import (
 
 // Scenario is a named preset: hardware, model, engine settings and workload.
 type Scenario struct {
-	Name        string `yaml:"name"`
-	Description string `yaml:"description"`
+	Name        string `yaml:"name,omitempty"`
+	Description string `yaml:"description,omitempty"`
 	// Expect is the primary bottleneck a diagnosis should find; Also lists
 	// other acceptable ones (decode-bound may read as memory-bandwidth).
-	Expect string   `yaml:"expect"`
-	Also   []string `yaml:"also"`
+	Expect string   `yaml:"expect,omitempty"`
+	Also   []string `yaml:"also,omitempty"`
 	// Gaps are rules expected to lack evidence even here (the model's weight
 	// size is unknown for a MoE, say).
-	Gaps     []string      `yaml:"gaps"`
-	Model    string        `yaml:"model"`
-	GPU      string        `yaml:"gpu"`
-	TP       int           `yaml:"tp"`
-	Seed     int64         `yaml:"seed"`
-	Warmup   time.Duration `yaml:"warmup"`
-	Duration time.Duration `yaml:"duration"`
-	Engine   EngineConfig  `yaml:"engine"`
-	Workload Workload      `yaml:"workload"`
+	Gaps     []string      `yaml:"gaps,omitempty"`
+	Model    string        `yaml:"model,omitempty"`
+	GPU      string        `yaml:"gpu,omitempty"`
+	TP       int           `yaml:"tp,omitempty"`
+	Seed     int64         `yaml:"seed,omitempty"`
+	Warmup   time.Duration `yaml:"warmup,omitempty"`
+	Duration time.Duration `yaml:"duration,omitempty"`
+	Engine   EngineConfig  `yaml:"engine,omitempty"`
+	Workload Workload      `yaml:"workload,omitempty"`
 }
 
 // EngineConfig mirrors the vLLM flags that shape scheduling.
 type EngineConfig struct {
-	MaxNumSeqs           int           `yaml:"max_num_seqs"`
-	MaxNumBatchedTokens  int           `yaml:"max_num_batched_tokens"`
-	ChunkedPrefill       bool          `yaml:"chunked_prefill"`
-	PrefixCaching        bool          `yaml:"prefix_caching"`
-	BlockSize            int           `yaml:"block_size"`
-	GPUMemoryUtilization float64       `yaml:"gpu_memory_utilization"`
-	KVCacheDTypeBytes    float64       `yaml:"kv_cache_dtype_bytes"`
-	StepOverhead         time.Duration `yaml:"step_overhead"`
+	MaxNumSeqs           int           `yaml:"max_num_seqs,omitempty"`
+	MaxNumBatchedTokens  int           `yaml:"max_num_batched_tokens,omitempty"`
+	ChunkedPrefill       bool          `yaml:"chunked_prefill,omitempty"`
+	PrefixCaching        bool          `yaml:"prefix_caching,omitempty"`
+	BlockSize            int           `yaml:"block_size,omitempty"`
+	GPUMemoryUtilization float64       `yaml:"gpu_memory_utilization,omitempty"`
+	KVCacheDTypeBytes    float64       `yaml:"kv_cache_dtype_bytes,omitempty"`
+	StepOverhead         time.Duration `yaml:"step_overhead,omitempty"`
 	// Front is the mean API-server time per request: HTTP, chat template,
 	// tokenization, hand-off to the engine.
-	Front time.Duration `yaml:"front"`
+	Front time.Duration `yaml:"front,omitempty"`
 	// FrontPerKToken adds tokenization time per thousand prompt tokens.
-	FrontPerKToken time.Duration `yaml:"front_per_k_token"`
+	FrontPerKToken time.Duration `yaml:"front_per_k_token,omitempty"`
 }
 
 // Workload describes the requests.
 type Workload struct {
 	// Rate is the mean arrival rate in requests per second.
-	Rate float64 `yaml:"rate"`
+	Rate float64 `yaml:"rate,omitempty"`
 	// Arrival is poisson (default) or bursty (gamma gaps with BurstShape < 1).
-	Arrival    string  `yaml:"arrival"`
-	BurstShape float64 `yaml:"burst_shape"`
+	Arrival    string  `yaml:"arrival,omitempty"`
+	BurstShape float64 `yaml:"burst_shape,omitempty"`
 	// Steps change the rate at given offsets from the start (after warm-up).
-	Steps        []RateStep `yaml:"steps"`
-	Prompt       Length     `yaml:"prompt"`
-	Output       Length     `yaml:"output"`
-	Prefix       Prefix     `yaml:"prefix"`
-	UniquePrefix bool       `yaml:"unique_prefix"`
+	Steps        []RateStep `yaml:"steps,omitempty"`
+	Prompt       Length     `yaml:"prompt,omitempty"`
+	Output       Length     `yaml:"output,omitempty"`
+	Prefix       Prefix     `yaml:"prefix,omitempty"`
+	UniquePrefix bool       `yaml:"unique_prefix,omitempty"`
 	// Streaming is true unless set false (the client waits for the whole answer).
-	Streaming *bool `yaml:"streaming"`
+	Streaming *bool `yaml:"streaming,omitempty"`
 	// ClientRTT is the network round trip between client and server.
-	ClientRTT time.Duration `yaml:"client_rtt"`
+	ClientRTT time.Duration `yaml:"client_rtt,omitempty"`
 }
 
 // RateStep sets a new arrival rate from an offset on.
 type RateStep struct {
-	At   time.Duration `yaml:"at"`
-	Rate float64       `yaml:"rate"`
+	At   time.Duration `yaml:"at,omitempty"`
+	Rate float64       `yaml:"rate,omitempty"`
 }
 
 // Prefix describes groups of requests that share a system prompt.
 type Prefix struct {
-	Groups int `yaml:"groups"`
-	Tokens int `yaml:"tokens"`
+	Groups int `yaml:"groups,omitempty"`
+	Tokens int `yaml:"tokens,omitempty"`
 }
 
 // Length is a token-length distribution.
 type Length struct {
-	Dist  string   `yaml:"dist"` // lognormal, fixed, mix
-	Mean  float64  `yaml:"mean"`
-	Sigma float64  `yaml:"sigma"`
-	Value int      `yaml:"value"`
-	Min   int      `yaml:"min"`
-	Max   int      `yaml:"max"`
-	Parts []Weight `yaml:"parts"`
+	Dist  string   `yaml:"dist,omitempty"` // lognormal, fixed, mix
+	Mean  float64  `yaml:"mean,omitempty"`
+	Sigma float64  `yaml:"sigma,omitempty"`
+	Value int      `yaml:"value,omitempty"`
+	Min   int      `yaml:"min,omitempty"`
+	Max   int      `yaml:"max,omitempty"`
+	Parts []Weight `yaml:"parts,omitempty"`
 }
 
 // Weight is one part of a mixture.
 type Weight struct {
-	Weight float64 `yaml:"weight"`
+	Weight float64 `yaml:"weight,omitempty"`
 	Length `yaml:",inline"`
 }
 

@@ -15,10 +15,12 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Server serves an engine's /metrics (vLLM) and /dcgm/metrics (dcgm-exporter).
 //
-// With Step set, every vLLM scrape advances virtual time by Step and samples
-// carry their virtual timestamps: a scraper sees a deterministic window of
-// any length in a fraction of a second. Otherwise virtual time runs at Speed
-// virtual seconds per real second, without timestamps, for Prometheus.
+// With Step set, the first vLLM scrape serves the engine as handed over and
+// every later one advances virtual time by Step; samples carry that virtual
+// time: a scraper sees a deterministic window of any length in a fraction of
+// a second, sampled at the same instants as Offline's. Otherwise virtual time
+// runs at Speed virtual seconds per real second, without timestamps, for
+// Prometheus.
 type Server struct {
 	Engine *Engine
 	Step   time.Duration
@@ -28,11 +30,15 @@ type Server struct {
 	vllm, dcgm *prometheus.Registry
 	started    time.Time
 	base       float64
+	// Step mode: the virtual time the last vLLM scrape served. It moves on
+	// a fixed grid, not from Engine.Now, which a step may leave past it.
+	at     float64
+	served bool
 }
 
 // NewServer wraps an engine that has already run its warm-up.
 func NewServer(e *Engine, step time.Duration, speed float64) *Server {
-	s := &Server{Engine: e, Step: step, Speed: speed, started: time.Now(), base: e.Now()}
+	s := &Server{Engine: e, Step: step, Speed: speed, started: time.Now(), base: e.Now(), at: e.until}
 	s.vllm, s.dcgm = e.Registries()
 	return s
 }
@@ -51,7 +57,11 @@ func (s *Server) serve(w http.ResponseWriter, g prometheus.Gatherer, advance boo
 	defer s.mu.Unlock()
 	switch {
 	case s.Step > 0 && advance:
-		s.Engine.AdvanceTo(s.Engine.Now() + s.Step.Seconds())
+		if s.served {
+			s.at += s.Step.Seconds()
+		}
+		s.served = true
+		s.Engine.AdvanceTo(s.at)
 	case s.Step == 0:
 		s.Engine.AdvanceTo(s.base + time.Since(s.started).Seconds()*s.Speed)
 	}
@@ -61,7 +71,7 @@ func (s *Server) serve(w http.ResponseWriter, g prometheus.Gatherer, advance boo
 		return
 	}
 	if s.Step > 0 {
-		ts := Epoch.Add(time.Duration(s.Engine.Now() * float64(time.Second))).UnixMilli()
+		ts := Epoch.Add(time.Duration(s.at * float64(time.Second))).UnixMilli()
 		stamp(fams, ts)
 	}
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +26,6 @@ func TestStepModeAdvancesPerScrapeWithTimestamps(t *testing.T) {
 	e.AdvanceTo(60)
 	srv := httptest.NewServer(NewServer(e, 30*time.Second, 0).Handler())
 	defer srv.Close()
-	a := get(t, srv.URL+"/metrics")
-	b := get(t, srv.URL+"/metrics")
-	if e.Now() < 120 || e.Now() > 121 {
-		t.Fatalf("two scrapes of 30 s moved the clock to %v", e.Now())
-	}
 	ts := func(s string) string {
 		for _, l := range strings.Split(s, "\n") {
 			if strings.HasPrefix(l, "vllm:num_requests_running{") {
@@ -39,12 +35,23 @@ func TestStepModeAdvancesPerScrapeWithTimestamps(t *testing.T) {
 		}
 		return ""
 	}
-	if ta, tb := ts(a), ts(b); ta == "" || ta == tb {
-		t.Fatalf("timestamps %q and %q", ta, tb)
+	ms := func(sec int) string {
+		return strconv.FormatInt(Epoch.Add(time.Duration(sec)*time.Second).UnixMilli(), 10)
+	}
+	// The first scrape serves the engine as handed over, each later one 30 s
+	// on, on a fixed grid however far past it an engine step ran: the same
+	// instants Offline samples.
+	for i := 0; i < 5; i++ {
+		if got, want := ts(get(t, srv.URL+"/metrics")), ms(60+30*i); got != want {
+			t.Fatalf("scrape %d stamped %s, want %s", i, got, want)
+		}
+	}
+	if e.Now() < 180 || e.Now() > 181 {
+		t.Fatalf("five scrapes of 30 s from 60 s moved the clock to %v", e.Now())
 	}
 	g := get(t, srv.URL+"/dcgm/metrics")
-	if !strings.Contains(g, "DCGM_FI_PROF_DRAM_ACTIVE{") || e.Now() > 121 {
-		t.Fatal("the GPU path must serve DCGM names and leave the clock alone")
+	if !strings.Contains(g, "DCGM_FI_PROF_DRAM_ACTIVE{") || e.Now() > 181 || !strings.Contains(g, " "+ms(180)+"\n") {
+		t.Fatal("the GPU path must serve DCGM names at the last scrape's time and leave the clock alone")
 	}
 }
 
@@ -61,6 +68,33 @@ func TestSpeedModeFollowsWallClock(t *testing.T) {
 	for _, l := range strings.Split(body, "\n") {
 		if strings.HasPrefix(l, "vllm:num_requests_running{") && len(strings.Fields(l)) != 2 {
 			t.Fatalf("speed mode must not stamp samples: %q", l)
+		}
+	}
+}
+
+// A step-mode server scraped from the warm-up on serves exactly what Offline
+// writes at each point (timestamps aside): scrapes, saved snapshots and a
+// backfilled Prometheus then hold the same window.
+func TestStepModeMatchesOfflinePoints(t *testing.T) {
+	sc := shortScenario(t, "kv-capacity")
+	step := 15 * time.Second
+	var offline []string
+	save := func(_ time.Time, text []byte) error { offline = append(offline, string(text)); return nil }
+	if err := (Offline{Points: save, Step: step}).Run(sc); err != nil {
+		t.Fatal(err)
+	}
+	if want := int(sc.Duration/step) + 1; len(offline) != want {
+		t.Fatalf("%d points, want %d", len(offline), want)
+	}
+	e, _ := New(sc, false)
+	e.AdvanceTo(sc.Warmup.Seconds())
+	srv := httptest.NewServer(NewServer(e, step, 0).Handler())
+	defer srv.Close()
+	for i, want := range offline {
+		ms := strconv.FormatInt(Epoch.Add(sc.Warmup+time.Duration(i)*step).UnixMilli(), 10)
+		got := strings.ReplaceAll(get(t, srv.URL+"/metrics")+get(t, srv.URL+"/dcgm/metrics"), " "+ms+"\n", "\n")
+		if got != want {
+			t.Fatalf("point %d (%s) differs from Offline's", i, ms)
 		}
 	}
 }

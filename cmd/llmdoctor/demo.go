@@ -28,7 +28,7 @@ func newDemo() *cobra.Command {
 		scenario, format, color, configPath string
 		outputs, rulesDirs                  []string
 		list                                bool
-		table                               string
+		table, accuracy                     string
 	)
 	c := &cobra.Command{
 		Use:   "demo",
@@ -43,6 +43,9 @@ func newDemo() *cobra.Command {
 			}
 			if table != "" {
 				return writeScenarioTable(table)
+			}
+			if accuracy != "" {
+				return writeAccuracyReport(accuracy)
 			}
 			outs, err := parseOutputs(format, outputs, "text", "json")
 			if err != nil {
@@ -73,6 +76,8 @@ func newDemo() *cobra.Command {
 	f.BoolVar(&list, "list", false, "list the built-in scenarios")
 	f.StringVar(&table, "table", "", "diagnose every scenario and write the scenario → verdict table to this file")
 	f.MarkHidden("table")
+	f.StringVar(&accuracy, "accuracy", "", "diagnose the random accuracy set against simulator ground truth and write the report to this file")
+	f.MarkHidden("accuracy")
 	addOutputFlags(f, &format, &outputs, &color, "text or json")
 	addRuleFlags(f, &configPath, &rulesDirs)
 	return c

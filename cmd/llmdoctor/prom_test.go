@@ -31,11 +31,17 @@ var promScenarios = func() []string {
 }()
 
 type promFixture struct {
-	url    string
-	dir    string
-	ends   map[string]time.Time
+	url  string
+	dir  string
+	ends map[string]time.Time
+	// points are every sample point's /metrics, saved as files, oldest first.
+	points map[string][]string
 	server *promtest.Server
 }
+
+// fixtureStep is the backfill's sample spacing and --prom's default --step
+// for a 15-minute window, so gauge samples and query steps coincide.
+const fixtureStep = 15 * time.Second
 
 var sharedProm *promFixture
 
@@ -51,7 +57,7 @@ func backfilledProm(t *testing.T) *promFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &promFixture{dir: dir, ends: map[string]time.Time{}}
+	fx := &promFixture{dir: dir, ends: map[string]time.Time{}, points: map[string][]string{}}
 	tsdb := filepath.Join(dir, "tsdb")
 	for i, name := range promScenarios {
 		sc, err := sim.Load(name)
@@ -63,7 +69,15 @@ func backfilledProm(t *testing.T) *promFixture {
 		for _, f := range []string{"om", "start.prom", "end.prom"} {
 			files[f], _ = os.Create(filepath.Join(dir, name+"."+f))
 		}
-		err = sim.Offline{OpenMetrics: files["om"], Start: files["start.prom"], End: files["end.prom"], Epoch: epoch}.Run(sc)
+		pointsDir := filepath.Join(dir, name+".points")
+		os.Mkdir(pointsDir, 0o755)
+		save := func(at time.Time, text []byte) error {
+			p := filepath.Join(pointsDir, fmt.Sprintf("%03d.prom", len(fx.points[name])))
+			fx.points[name] = append(fx.points[name], p)
+			return os.WriteFile(p, text, 0o644)
+		}
+		err = sim.Offline{OpenMetrics: files["om"], Start: files["start.prom"], End: files["end.prom"], Points: save,
+			Step: fixtureStep, Epoch: epoch}.Run(sc)
 		for _, f := range files {
 			f.Close()
 		}

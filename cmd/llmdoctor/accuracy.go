@@ -1,0 +1,448 @@
+package main
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/sim"
+)
+
+// The accuracy set: scenarios drawn from one seed, each diagnosed through the
+// demo path and compared with the simulator's ground truth.
+const (
+	accuracySeed  = 1
+	accuracyCount = 240
+	// accuracyMinFinished redraws a scenario whose window finishes fewer
+	// requests: too few to say where their time went.
+	accuracyMinFinished = 50
+)
+
+// AccuracyCase is one random scenario, its ground truth and its diagnosis.
+type AccuracyCase struct {
+	Index    int
+	Scenario *sim.Scenario
+	Truth    sim.GroundTruth
+	Label    sim.TruthLabel
+	Primary  advisor.Primary
+	// Critical lists the rules of critical findings.
+	Critical []string
+	// Finished is the number of requests the diagnosis counted in its window.
+	Finished float64
+}
+
+// OK reports whether the verdict agrees with the ground truth.
+func (c AccuracyCase) OK() bool { return c.Label.Accepts(c.Primary.Bottleneck) }
+
+// accuracyScenario draws scenario i of a seed; it depends on nothing else, so
+// one case can be reproduced alone.
+func accuracyScenario(seed int64, i int) (*sim.Scenario, sim.GroundTruth, error) {
+	r := rand.New(rand.NewSource(seed*100003 + int64(i)))
+	for {
+		sc := sim.RandomScenario(r, i)
+		gt, err := sim.WindowTruth(sc, demoScrapes)
+		if err != nil {
+			return nil, gt, fmt.Errorf("%s: %v", sc.Name, err)
+		}
+		if gt.Finished >= accuracyMinFinished {
+			return sc, gt, nil
+		}
+	}
+}
+
+// RunAccuracy draws n scenarios from seed and diagnoses each through runDemo,
+// on two goroutines.
+func RunAccuracy(set *rules.Set, cfg *rules.Config, seed int64, n int) ([]AccuracyCase, error) {
+	out := make([]AccuracyCase, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i], errs[i] = runAccuracyCase(set, cfg, seed, i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func runAccuracyCase(set *rules.Set, cfg *rules.Config, seed int64, i int) (AccuracyCase, error) {
+	sc, gt, err := accuracyScenario(seed, i)
+	if err != nil {
+		return AccuracyCase{}, err
+	}
+	d, err := runDemo(sc, set, cfg)
+	if err != nil {
+		return AccuracyCase{}, fmt.Errorf("%s: %v", sc.Name, err)
+	}
+	c := AccuracyCase{Index: i, Scenario: sc, Truth: gt, Label: gt.Label(), Primary: advisor.Primary{Bottleneck: "unknown"}}
+	if len(d.Targets) > 0 {
+		t := d.Targets[0]
+		c.Primary = t.Primary
+		for _, f := range t.Findings {
+			if f.Severity == "critical" {
+				c.Critical = append(c.Critical, f.Rule)
+			}
+		}
+		c.Finished, _ = evidenceNumber(t.Evidence, "service.finished")
+	}
+	return c, nil
+}
+
+// evidenceNumber reads one value from a target's evidence tree.
+func evidenceNumber(tree map[string]any, path string) (float64, bool) {
+	var cur any = tree
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		cur = m[k]
+	}
+	x, ok := cur.(float64)
+	return x, ok
+}
+
+func writeAccuracyReport(path string) error {
+	set, cfg, err := loadRules("-", nil)
+	if err != nil {
+		return err
+	}
+	cs, err := RunAccuracy(set, cfg, accuracySeed, accuracyCount)
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	builtin, err := builtinTruths()
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	return os.WriteFile(path, []byte(AccuracyReport(cs, builtin)), 0o644)
+}
+
+// BuiltinTruth is a built-in scenario's ground truth beside what it expects.
+type BuiltinTruth struct {
+	Scenario *sim.Scenario
+	Label    sim.TruthLabel
+}
+
+func builtinTruths() ([]BuiltinTruth, error) {
+	all, err := sim.Scenarios()
+	if err != nil {
+		return nil, err
+	}
+	var out []BuiltinTruth
+	for _, sc := range all {
+		gt, err := sim.WindowTruth(sc, demoScrapes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", sc.Name, err)
+		}
+		out = append(out, BuiltinTruth{sc, gt.Label()})
+	}
+	return out, nil
+}
+
+// Column and row order of the confusion matrix.
+var labelOrder = []string{"none", "queueing", "kv-capacity", "prefill", "prefill-interference", "prefix-cache",
+	"decode", "memory-bandwidth", "compute", "cpu-overhead", "client", "measurement", "errors", "imbalance", "unknown"}
+
+func orderLabels(seen map[string]bool) []string {
+	var out []string
+	for _, l := range labelOrder {
+		if seen[l] {
+			out = append(out, l)
+			delete(seen, l)
+		}
+	}
+	var rest []string
+	for l := range seen {
+		rest = append(rest, l)
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+// accuracyOf is the share of cases whose verdict agrees with the ground truth.
+func accuracyOf(cs []AccuracyCase) float64 {
+	if len(cs) == 0 {
+		return 0
+	}
+	ok := 0
+	for _, c := range cs {
+		if c.OK() {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(cs))
+}
+
+// AccuracyReport renders docs/accuracy.md.
+func AccuracyReport(cs []AccuracyCase, builtin []BuiltinTruth) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# Accuracy against simulator ground truth\n\n")
+	p("<!-- Generated by `go run ./cmd/llmdoctor demo --accuracy docs/accuracy.md`; a test fails when it is stale. -->\n\n")
+	p("%d scenarios drawn at random (seed %d) across models, GPUs, tensor parallelism, engine limits,\n", len(cs), accuracySeed)
+	p("chunked prefill, prefix reuse, prompt and output lengths, arrivals and load from light to overloaded.\n")
+	p("Each is diagnosed end to end as `llmdoctor demo --scenario FILE` does it: the simulator serves its\n")
+	p("metrics over HTTP and the scrape collector reads the window. The simulator also knows where every\n")
+	p("request's time went; that ground truth, turned into a bottleneck as below, is what the verdict is\n")
+	p("compared with.\n\n")
+
+	right := 0
+	for _, c := range cs {
+		if c.OK() {
+			right++
+		}
+	}
+	p("**Overall: %d of %d verdicts right (%.1f%%).**\n\n", right, len(cs), 100*accuracyOf(cs))
+
+	p("## Ground truth\n\n")
+	p("The simulator adds up, for the requests that finish inside the window the diagnosis reads, the\n")
+	p("time each spent in front of the engine (API server), in the queue, in prefill and in decode; the\n")
+	p("preemptions and stalls in the window; which limit held admission while requests waited; and\n")
+	p("what bounded the steps decoding streams waited on. From those means:\n\n")
+	for _, l := range sim.LabelRules() {
+		p("- %s\n", l)
+	}
+	p("\nThe ground truth of the built-in scenarios, beside the verdict each is built to produce:\n\n")
+	p("| scenario | expected | ground truth | also right | deciding numbers |\n|---|---|---|---|---|\n")
+	for _, x := range builtin {
+		want := x.Scenario.Expect
+		if len(x.Scenario.Also) > 0 {
+			want += " or " + strings.Join(x.Scenario.Also, " or ")
+		}
+		p("| `%s` | `%s` | `%s` | %s | %s |\n", x.Scenario.Name, want, x.Label.Cause, codeList(x.Label.Also), x.Label.Why)
+	}
+
+	truthSeen, verdictSeen := map[string]bool{}, map[string]bool{}
+	matrix := map[[2]string]int{}
+	for _, c := range cs {
+		truthSeen[c.Label.Cause], verdictSeen[c.Primary.Bottleneck] = true, true
+		matrix[[2]string{c.Label.Cause, c.Primary.Bottleneck}]++
+	}
+	rows, cols := orderLabels(truthSeen), orderLabels(verdictSeen)
+
+	p("\n## Per ground-truth label\n\n")
+	p("A verdict is right when it is the ground-truth cause or one of the causes also accepted for that\nscenario.\n\n")
+	p("| ground truth | scenarios | right | accuracy |\n|---|---:|---:|---:|\n")
+	for _, r := range rows {
+		var sub []AccuracyCase
+		for _, c := range cs {
+			if c.Label.Cause == r {
+				sub = append(sub, c)
+			}
+		}
+		ok := 0
+		for _, c := range sub {
+			if c.OK() {
+				ok++
+			}
+		}
+		p("| `%s` | %d | %d | %.0f%% |\n", r, len(sub), ok, 100*accuracyOf(sub))
+	}
+
+	p("\n## Confusion matrix\n\n")
+	p("Rows are the ground truth, columns the verdict. Off the diagonal is not always wrong: a verdict\nthe scenario also accepts counts as right above.\n\n")
+	p("| truth \\ verdict |")
+	for _, c := range cols {
+		p(" `%s` |", c)
+	}
+	p("\n|---|")
+	for range cols {
+		p("---:|")
+	}
+	p("\n")
+	for _, r := range rows {
+		p("| `%s` |", r)
+		for _, c := range cols {
+			if n := matrix[[2]string{r, c}]; n > 0 {
+				p(" %d |", n)
+			} else {
+				p(" · |")
+			}
+		}
+		p("\n")
+	}
+
+	p("\n## Critical findings where nothing is wrong\n\n")
+	healthy, flagged := 0, 0
+	ruleCount := map[string]int{}
+	for _, c := range cs {
+		if c.Label.Cause != "none" {
+			continue
+		}
+		healthy++
+		if len(c.Critical) > 0 {
+			flagged++
+		}
+		for _, r := range c.Critical {
+			ruleCount[r]++
+		}
+	}
+	p("%d of %d scenarios whose ground truth is `none` got at least one critical finding", flagged, healthy)
+	if len(ruleCount) == 0 {
+		p(".\n")
+	} else {
+		var rs []string
+		for r := range ruleCount {
+			rs = append(rs, r)
+		}
+		sort.Slice(rs, func(i, j int) bool {
+			return ruleCount[rs[i]] > ruleCount[rs[j]] || ruleCount[rs[i]] == ruleCount[rs[j]] && rs[i] < rs[j]
+		})
+		var parts []string
+		for _, r := range rs {
+			parts = append(parts, fmt.Sprintf("`%s` %d", r, ruleCount[r]))
+		}
+		p(": %s.\n", strings.Join(parts, ", "))
+	}
+
+	p("\n## Misses\n\n")
+	kinds := map[string]int{}
+	for _, c := range cs {
+		if !c.OK() {
+			rule := c.Primary.Rule
+			if rule == "" {
+				rule = "no rule"
+			}
+			kinds[fmt.Sprintf("`%s` → `%s` (%s)", c.Label.Cause, c.Primary.Bottleneck, rule)]++
+		}
+	}
+	var ks []string
+	for k := range kinds {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		return kinds[ks[i]] > kinds[ks[j]] || kinds[ks[i]] == kinds[ks[j]] && ks[i] < ks[j]
+	})
+	p("| ground truth → verdict (deciding rule) | scenarios |\n|---|---:|\n")
+	for _, k := range ks {
+		p("| %s | %d |\n", k, kinds[k])
+	}
+	p("\nTo reproduce one, write its scenario file and run the demo on it:\n\n")
+	p("```\ngo test -count=1 ./cmd/llmdoctor -run TestAccuracyScenarioYAML -args -accuracy.scenario 17 -accuracy.out /tmp/random-017.yaml\n")
+	p("go run ./cmd/llmdoctor demo --scenario /tmp/random-017.yaml\n```\n\n")
+	p("| # | scenario | ground truth | verdict (rule) | ground-truth numbers |\n|---|---|---|---|---|\n")
+	for _, c := range cs {
+		if c.OK() {
+			continue
+		}
+		truth := "`" + c.Label.Cause + "`"
+		if len(c.Label.Also) > 0 {
+			truth += " (or " + codeList(c.Label.Also) + ")"
+		}
+		verdict := "`" + c.Primary.Bottleneck + "`"
+		if c.Primary.Rule != "" {
+			verdict += " (`" + c.Primary.Rule + "`)"
+		}
+		p("| %d | %s | %s: %s | %s | %s |\n", c.Index, scenarioLine(c.Scenario), truth, c.Label.Why, verdict, truthLine(c.Truth))
+	}
+	return b.String()
+}
+
+func codeList(xs []string) string {
+	if len(xs) == 0 {
+		return "—"
+	}
+	return "`" + strings.Join(xs, "`, `") + "`"
+}
+
+// scenarioLine is a scenario's parameters in one line.
+func scenarioLine(sc *sim.Scenario) string {
+	e, w := sc.Engine, sc.Workload
+	var parts []string
+	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
+	add("%s on %d× %s", sc.Model, sc.TP, sc.GPU)
+	chunked := "unchunked"
+	if e.ChunkedPrefill {
+		chunked = "chunked"
+	}
+	add("seqs %d, budget %d %s", e.MaxNumSeqs, e.MaxNumBatchedTokens, chunked)
+	mem := fmt.Sprintf("mem %.2f", e.GPUMemoryUtilization)
+	if e.KVCacheDTypeBytes == 1 {
+		mem += " fp8 KV"
+	}
+	add("%s", mem)
+	arrival := fmt.Sprintf("%g/s", w.Rate)
+	if w.Arrival == "bursty" {
+		arrival += fmt.Sprintf(" bursty %g", w.BurstShape)
+	}
+	add("%s", arrival)
+	add("prompt %s, output %s", lengthLine(w.Prompt), lengthLine(w.Output))
+	if w.Prefix.Tokens > 0 && w.Prefix.Groups > 0 {
+		px := fmt.Sprintf("prefix %d×%d", w.Prefix.Groups, w.Prefix.Tokens)
+		if w.UniquePrefix {
+			px += " unique"
+		}
+		if !e.PrefixCaching {
+			px += ", caching off"
+		}
+		add("%s", px)
+	}
+	front := fmt.Sprintf("front %s", e.Front)
+	if e.FrontPerKToken > 0 {
+		front += fmt.Sprintf("+%s/k", e.FrontPerKToken)
+	}
+	add("%s, step %s", front, e.StepOverhead)
+	add("window %s", sc.Duration)
+	return strings.Join(parts, " · ")
+}
+
+func lengthLine(l sim.Length) string {
+	switch l.Dist {
+	case "fixed":
+		return fmt.Sprintf("%d", l.Value)
+	case "mix":
+		var parts []string
+		for _, x := range l.Parts {
+			parts = append(parts, fmt.Sprintf("%.0f%% %s", 100*x.Weight, lengthLine(x.Length)))
+		}
+		return strings.Join(parts, " + ")
+	}
+	return fmt.Sprintf("~%.0f", l.Mean)
+}
+
+// truthLine is the ground truth's key numbers in one line.
+func truthLine(g sim.GroundTruth) string {
+	ms := func(s float64) string { return shortDuration(s) }
+	line := fmt.Sprintf("TTFT %s = front %s + queue %s + prefill %s; E2E %s; TPOT p50 %s (%s without stalls)",
+		ms(g.TTFT), ms(g.Front), ms(g.Queue), ms(g.Prefill), ms(g.E2E), ms(g.TPOTMedian), ms(g.TPOTSteady))
+	if g.Queue > 0 {
+		line += fmt.Sprintf("; queue held by seqs %.0f%%, tokens %.0f%%, KV %.0f%%",
+			100*g.WaitSeqs/g.Queue, 100*g.WaitTokens/g.Queue, 100*g.WaitKV/g.Queue)
+	}
+	if g.Prefill > 0 {
+		line += fmt.Sprintf("; own prefill %.0f%%", 100*g.PrefillOwn/g.Prefill)
+	}
+	line += fmt.Sprintf("; %.2f stalls taking %s, %.2f preemptions per request; decode steps memory %.0f%%, compute %.0f%%, overhead %.0f%%",
+		g.StallsPerRequest, ms(g.StallTime), g.PreemptionsPerRequest, 100*g.DecodeMemory, 100*g.DecodeCompute, 100*g.DecodeOverhead)
+	return line
+}
+
+func shortDuration(s float64) string {
+	switch {
+	case s >= 10:
+		return fmt.Sprintf("%.0fs", s)
+	case s >= 1:
+		return fmt.Sprintf("%.1fs", s)
+	}
+	return fmt.Sprintf("%.0fms", 1000*s)
+}
