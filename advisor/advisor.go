@@ -327,8 +327,13 @@ func explain(fs []Finding, results []rules.Result) {
 	for _, r := range results {
 		explains[r.Rule.ID] = r.Explains
 	}
+	// Of several findings that could explain a bottleneck, the most severe
+	// claims it (a critical stall before a warning about the ITL tail).
+	order := make([]Finding, len(fs))
+	copy(order, fs)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].sev > order[j].sev })
 	causes := map[string]string{}
-	for _, c := range fs {
+	for _, c := range order {
 		for _, b := range explains[c.Rule] {
 			if _, ok := causes[b]; !ok {
 				causes[b] = c.Rule

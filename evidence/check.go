@@ -12,6 +12,9 @@ import (
 const (
 	partsSlack = 0.15  // relative
 	partsFloor = 0.005 // seconds
+	// A residual front this large beside a queue is the queue moving.
+	frontSlack = 0.3
+	frontFloor = 0.05 // seconds
 )
 
 // finishDists are observed once per finished request from the same place in
@@ -62,6 +65,15 @@ func Check(e *Evidence) {
 		front = math.Max(0, ttft-p)
 	case Present(ttft) && Present(q) && Present(p):
 		front = math.Max(0, ttft-q-p)
+		// While requests queue, TTFT (observed at the first token) and the
+		// stage times (at the finish) cover different requests: a large
+		// residual is the queue moving, not time before the engine.
+		if w := e.Values.Service.Waiting.Mean; Present(w) && w >= 1 && front > math.Max(frontSlack*ttft, frontFloor) {
+			e.AddInconsistency(Inconsistency{Check: "ttft-covers-other-requests", Fields: []string{"stage.front_mean", "stage.share.front"},
+				Note: fmt.Sprintf("mean TTFT %s exceeds queue %s + prefill %s by %s while %.0f requests wait on average: TTFT counts requests at their first token, queue and prefill at their finish, so in a moving queue they cover different requests; front time is withheld and shares come from queue and prefill",
+					secs(ttft), secs(q), secs(p), secs(front), w)})
+			total, front = q+p, math.NaN()
+		}
 	}
 	if Present(e2e) && Present(st.TTFT.Mean) && e.Inconsistent("stage.ttft") == "" && e2e < st.TTFT.Mean*(1-partsSlack)-partsFloor {
 		e.AddInconsistency(Inconsistency{Check: "e2e-below-ttft", Fields: []string{"service.e2e", "stage.ttft"},

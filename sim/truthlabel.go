@@ -23,6 +23,10 @@ const (
 	coScheduled    = 0.5  // of prefill time spent on other requests' work
 	boundShare     = 0.5  // of decode stream time for memory or overhead to be the bound
 	runnerUpMargin = 0.1  // a second problem this close to the first is also acceptable
+	// borderMargin: a stage within this fraction of every threshold is a
+	// problem or not depending on which requests a window counts (TTFT at
+	// the first token, the rest at the finish), so both answers are right.
+	borderMargin = 0.1
 )
 
 // Problem is one stage holding a user-visible share of latency.
@@ -42,6 +46,9 @@ type TruthLabel struct {
 	Why string
 	// Problems are every stage with a problem, largest share first.
 	Problems []Problem
+	// Borderline: nothing is wrong, but a stage is within borderMargin of a
+	// problem; its cause is also accepted.
+	Borderline bool
 }
 
 // Accepts reports whether a verdict agrees with the ground truth.
@@ -60,9 +67,30 @@ func (l TruthLabel) Accepts(verdict string) bool {
 // Label turns ground truth into the dominant cause: the stage problem with
 // the largest share, mapped to what caused it.
 func (g GroundTruth) Label() TruthLabel {
+	l := g.label(1)
+	if l.Cause != "none" || len(l.Also) > 0 {
+		return l
+	}
+	if near := g.label(1 - borderMargin); near.Cause != "none" {
+		l.Borderline = true
+		l.Why = fmt.Sprintf("no problem, but %s is within %.0f%% of one", near.Problems[0].Stage, 100*borderMargin)
+		for _, p := range near.Problems {
+			if !l.Accepts(p.Cause) {
+				l.Also = append(l.Also, p.Cause)
+			}
+		}
+	}
+	return l
+}
+
+// label decides with every threshold scaled by k (1: as written).
+func (g GroundTruth) label(k float64) TruthLabel {
 	if g.Finished == 0 || g.TTFT <= 0 || g.E2E <= 0 {
 		return TruthLabel{Cause: "none", Why: "no request finished in the window"}
 	}
+	queueMin, queueShare, prefillShare, prefillTTFT := k*queueMin, k*queueShare, k*prefillShare, k*prefillTTFT
+	frontShare, frontMin, decodeShare, decodeTPOT := k*frontShare, k*frontMin, k*decodeShare, k*decodeTPOT
+	stallsPerReq := k * stallsPerReq
 	q, p, f := g.Queue/g.TTFT, g.Prefill/g.TTFT, g.Front/g.TTFT
 	d := g.Decode / g.E2E
 	interference := g.StallsPerRequest >= stallsPerReq
@@ -232,5 +260,8 @@ func LabelRules() []string {
 		fmt.Sprintf("A second problem whose share is within %.0f points of the winner's is also accepted.", 100*runnerUpMargin),
 		fmt.Sprintf("No problem but decode ≥ %s of end-to-end with median TPOT ≥ %s (the common interactive target): "+
 			"`none`, also `decode` and its bound as above.", pct(decodeShare), ms(decodeTarget)),
+		fmt.Sprintf("No problem, but one with every threshold %.0f%% looser (borderline): `none`, also that problem's cause. "+
+			"Near a threshold, which requests a window counts (TTFT at the first token, the rest at the finish) decides it.",
+			100*borderMargin),
 	}
 }
