@@ -122,3 +122,23 @@ func TestSiblingCountsMustAgree(t *testing.T) {
 		t.Fatalf("checks %q", checks(e))
 	}
 }
+
+// While requests queue, TTFT (at the first token) and queue/prefill (at the
+// finish) cover different requests: a large residual is not front time.
+func TestMovingQueueWithholdsFront(t *testing.T) {
+	e := withStages(30, 17, 0.4, 37, 67)
+	e.Values.Service.Waiting.Mean = 150
+	Check(e)
+	s := e.Values.Stage.Share
+	if checks(e) != "ttft-covers-other-requests:stage.front_mean,stage.share.front" || Present(e.Values.Stage.FrontMean) ||
+		Present(s.Front) || math.Abs(s.Queue-17/17.4) > 1e-9 {
+		t.Fatalf("checks %q front %v shares %+v", checks(e), e.Values.Stage.FrontMean, s)
+	}
+	// Without a queue the same residual is front time (a slow API server).
+	e = withStages(0.3, 0.01, 0.05, 3, 3.3)
+	e.Values.Service.Waiting.Mean = 0
+	Check(e)
+	if checks(e) != "" || math.Abs(e.Values.Stage.FrontMean-0.24) > 1e-9 {
+		t.Fatalf("checks %q front %v", checks(e), e.Values.Stage.FrontMean)
+	}
+}
