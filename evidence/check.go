@@ -148,6 +148,18 @@ func countsAgree(e *Evidence) {
 				Note: fmt.Sprintf("%s counted %.0f requests where its sibling histograms counted %.0f: it is withheld", c.path, c.count, ref)})
 		}
 	}
+	// TTFT is observed at the first token: it may count the requests still
+	// running beyond those that finished, no more. Past that it holds
+	// requests that got a first token and never finished (clients that gave
+	// up), so it covers another population than every stage time.
+	f, _ := Lookup("stage.ttft.count")
+	if n := e.Values.Get(f); Present(n) && n > ref+tol {
+		if s, ok := e.SourceOf("stage.ttft"); !ok || s.Metric != "requests" {
+			e.AddInconsistency(Inconsistency{Check: "ttft-counts-unfinished", Fields: []string{"stage.ttft"},
+				Note: fmt.Sprintf("TTFT counted %.0f requests but only %.0f finished (allowing %.0f still running): about %.0f got a first token and never finished (aborted or timed out), so TTFT covers other requests than the stage times and is withheld",
+					n, ref, tol, n-ref)})
+		}
+	}
 }
 
 func over(whole float64) float64 { return whole*(1+partsSlack) + partsFloor }

@@ -142,3 +142,25 @@ func TestMovingQueueWithholdsFront(t *testing.T) {
 		t.Fatalf("checks %q front %v", checks(e), e.Values.Stage.FrontMean)
 	}
 }
+
+// TTFT that counts far more requests than finished (plus those running)
+// holds requests that never finished: TTFT is withheld, not end-to-end.
+func TestTTFTCountingUnfinishedRequestsIsWithheld(t *testing.T) {
+	e := withStages(71.6, 0.0005, 6.29, 17.44, 23.74)
+	e.Values.Stage.TTFT.Count = 69
+	for _, p := range []*Dist{&e.Values.Stage.Queue, &e.Values.Stage.Prefill, &e.Values.Stage.Decode, &e.Values.Service.E2E} {
+		p.Count = 38
+	}
+	Check(e)
+	if checks(e) != "ttft-counts-unfinished:stage.ttft" || e.Inconsistent("service.e2e.mean") != "" {
+		t.Fatalf("checks %q", checks(e))
+	}
+	// Requests still running explain a TTFT count above the finished one.
+	e = withStages(2, 1.5, 0.4, 6, 8)
+	e.Values.Stage.TTFT.Count = 1200
+	e.Values.Service.Running.Max = 256
+	Check(e)
+	if checks(e) != "" {
+		t.Fatalf("checks %q", checks(e))
+	}
+}
