@@ -59,7 +59,6 @@ func (o Offline) Run(sc *Scenario) error {
 	gather := o.OpenMetrics != nil || o.Start != nil || o.End != nil || o.Points != nil
 	vllmReg, dcgmReg := e.Registries()
 	series := map[string]*dto.MetricFamily{}
-	var order []string
 	var log *bufio.Writer
 	if o.Log != nil {
 		log = bufio.NewWriter(o.Log)
@@ -99,7 +98,6 @@ func (o Offline) Run(sc *Scenario) error {
 					if !ok {
 						acc = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type}
 						series[f.GetName()] = acc
-						order = append(order, f.GetName())
 					}
 					acc.Metric = append(acc.Metric, f.Metric...)
 				}
@@ -134,7 +132,7 @@ func (o Offline) Run(sc *Scenario) error {
 		}
 	}
 	if o.OpenMetrics != nil {
-		if err := writeOpenMetrics(o.OpenMetrics, series, order); err != nil {
+		if err := WriteOpenMetrics(o.OpenMetrics, series); err != nil {
 			return err
 		}
 	}
@@ -155,10 +153,15 @@ func (o Offline) Run(sc *Scenario) error {
 	return nil
 }
 
-// writeOpenMetrics writes every family once, each series' samples together
-// and in time order, as OpenMetrics requires.
-func writeOpenMetrics(w io.Writer, fams map[string]*dto.MetricFamily, order []string) error {
+// WriteOpenMetrics writes timestamped families as one OpenMetrics file for
+// promtool: every family once, by name, each series' samples together and in
+// time order, as OpenMetrics requires.
+func WriteOpenMetrics(w io.Writer, fams map[string]*dto.MetricFamily) error {
 	bw := bufio.NewWriter(w)
+	order := make([]string, 0, len(fams))
+	for name := range fams {
+		order = append(order, name)
+	}
 	sort.Strings(order)
 	for _, name := range order {
 		f := fams[name]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"sort"
@@ -105,23 +106,26 @@ func runAccuracyCase(set *rules.Set, cfg *rules.Config, seed int64, i int) (Accu
 				c.Critical = append(c.Critical, f.Rule)
 			}
 		}
-		c.Finished, _ = evidenceNumber(t.Evidence, "service.finished")
+		c.Finished = evidenceNumber(t.Evidence, "service.finished")
 	}
 	return c, nil
 }
 
-// evidenceNumber reads one value from a target's evidence tree.
-func evidenceNumber(tree map[string]any, path string) (float64, bool) {
+// evidenceNumber reads one value from a target's evidence tree by its
+// dotted path; NaN when it is not there.
+func evidenceNumber(tree map[string]any, path string) float64 {
 	var cur any = tree
 	for _, k := range strings.Split(path, ".") {
 		m, ok := cur.(map[string]any)
 		if !ok {
-			return 0, false
+			return math.NaN()
 		}
 		cur = m[k]
 	}
-	x, ok := cur.(float64)
-	return x, ok
+	if x, ok := cur.(float64); ok {
+		return x
+	}
+	return math.NaN()
 }
 
 func writeAccuracyReport(path string) error {

@@ -56,16 +56,27 @@ type diagnosis struct {
 
 func diagnoseJSON(t *testing.T, args ...string) diagnosis {
 	t.Helper()
+	return diagnoseInto[diagnosis](t, args...)
+}
+
+// diagnoseInto runs diagnose --format json, checks it ran and gave one target
+// under the v1 schema, and decodes the diagnosis into the test's own view.
+func diagnoseInto[T any](t *testing.T, args ...string) T {
+	t.Helper()
 	code, out, errOut := runCLI(t, append([]string{"diagnose", "--format", "json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var d diagnosis
+	var head struct {
+		Schema  string            `json:"schema"`
+		Targets []json.RawMessage `json:"targets"`
+	}
+	var d T
+	if err := json.Unmarshal([]byte(out), &head); err != nil || head.Schema != "llmdoctor.diagnosis/v1" || len(head.Targets) != 1 {
+		t.Fatalf("schema %q, %d targets, %v:\n%s", head.Schema, len(head.Targets), err, out)
+	}
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatalf("bad JSON: %v\n%s", err, out)
-	}
-	if d.Schema != "llmdoctor.diagnosis/v1" || len(d.Targets) != 1 {
-		t.Fatalf("schema %q, %d targets", d.Schema, len(d.Targets))
 	}
 	return d
 }

@@ -119,32 +119,10 @@ type evidenceJSON struct {
 
 func runJSON(t *testing.T, args ...string) evidenceJSON {
 	t.Helper()
-	code, out, errOut := runCLI(t, append([]string{"diagnose", "--format", "json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var d evidenceJSON
-	if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Targets) != 1 {
-		t.Fatalf("%v: %s", err, out)
-	}
-	return d
+	return diagnoseInto[evidenceJSON](t, args...)
 }
 
-func num(m map[string]any, path ...string) float64 {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return math.NaN()
-		}
-		cur = mm[p]
-	}
-	f, ok := cur.(float64)
-	if !ok {
-		return math.NaN()
-	}
-	return f
-}
+func num(m map[string]any, path ...string) float64 { return evidenceNumber(m, strings.Join(path, ".")) }
 
 // --prom and --snapshot agree on the same data: same verdict, same counts,
 // quantiles within interpolation tolerance.

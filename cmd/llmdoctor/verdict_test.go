@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,15 +44,7 @@ type verdictJSON struct {
 
 func verdictOf(t *testing.T, args ...string) verdictJSON {
 	t.Helper()
-	code, out, errOut := runCLI(t, append([]string{"diagnose", "--format", "json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var d verdictJSON
-	if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Targets) != 1 {
-		t.Fatalf("%v: %s", err, out)
-	}
-	return d
+	return diagnoseInto[verdictJSON](t, args...)
 }
 
 // A long-context window: the batch sits at its cap of 12 with a request or

@@ -116,11 +116,7 @@ func CountAbove(x float64, in []Bucket) float64 {
 	if len(in) == 0 || !HasInf(in) {
 		return math.NaN()
 	}
-	b := make([]Bucket, len(in))
-	copy(b, in)
-	sort.SliceStable(b, func(i, j int) bool { return b[i].UpperBound < b[j].UpperBound })
-	b = coalesce(b)
-	ensureMonotonic(b)
+	b := tidy(in)
 	total := b[len(b)-1].Count
 	if total == 0 || math.IsNaN(total) {
 		return math.NaN()
@@ -176,11 +172,7 @@ func SumAbove(x float64, in []Bucket) float64 {
 	if len(in) == 0 || !HasInf(in) {
 		return math.NaN()
 	}
-	b := make([]Bucket, len(in))
-	copy(b, in)
-	sort.SliceStable(b, func(i, j int) bool { return b[i].UpperBound < b[j].UpperBound })
-	b = coalesce(b)
-	ensureMonotonic(b)
+	b := tidy(in)
 	var sum, lower, below float64
 	for _, bk := range b {
 		n := bk.Count - below
@@ -196,4 +188,15 @@ func SumAbove(x float64, in []Bucket) float64 {
 		lower, below = bk.UpperBound, bk.Count
 	}
 	return sum
+}
+
+// tidy returns a sorted copy of cumulative buckets with duplicate bounds
+// merged and counts made monotonic, as the quantile reads them.
+func tidy(in []Bucket) []Bucket {
+	b := make([]Bucket, len(in))
+	copy(b, in)
+	sort.SliceStable(b, func(i, j int) bool { return b[i].UpperBound < b[j].UpperBound })
+	b = coalesce(b)
+	ensureMonotonic(b)
+	return b
 }

@@ -1,15 +1,15 @@
 package promtest
 
 import (
-	"bufio"
 	"bytes"
-	"sort"
 	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // OpenMetricsFromSnapshots stamps saved /metrics expositions with the times
@@ -41,40 +41,9 @@ func OpenMetricsFromSnapshots(snapshots [][]byte, at []time.Time) ([]byte, error
 			}
 		}
 	}
-	names := make([]string, 0, len(fams))
-	for n := range fams {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var out bytes.Buffer
-	w := bufio.NewWriter(&out)
-	for _, n := range names {
-		f := fams[n]
-		// OpenMetrics wants each series' samples together, in time order.
-		sort.SliceStable(f.Metric, func(i, j int) bool {
-			a, b := labelKey(f.Metric[i]), labelKey(f.Metric[j])
-			if a != b {
-				return a < b
-			}
-			return f.Metric[i].GetTimestampMs() < f.Metric[j].GetTimestampMs()
-		})
-		if _, err := expfmt.MetricFamilyToOpenMetrics(w, f); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := expfmt.FinalizeOpenMetrics(w); err != nil {
-		return nil, err
-	}
-	if err := w.Flush(); err != nil {
+	if err := sim.WriteOpenMetrics(&out, fams); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
-}
-
-func labelKey(m *dto.Metric) string {
-	var b strings.Builder
-	for _, l := range m.Label {
-		b.WriteString(l.GetName() + "=" + l.GetValue() + ",")
-	}
-	return b.String()
 }
