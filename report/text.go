@@ -326,6 +326,20 @@ func (p *printer) finding(f advisor.Finding, indent string) {
 
 func (p *printer) latency(m advisor.LatencyMap) {
 	if m.TTFT == nil {
+		if m.Queue != nil || m.Prefill != nil {
+			// TTFT withheld as inconsistent: the parts without shares.
+			p.section("Latency map (TTFT withheld: see above)")
+			var parts []string
+			for _, x := range []struct {
+				name string
+				v    *float64
+			}{{"queue", m.Queue}, {"prefill", m.Prefill}, {"decode", m.Decode}, {"end-to-end", m.E2E}} {
+				if x.v != nil {
+					parts = append(parts, x.name+" "+rules.Duration(*x.v))
+				}
+			}
+			p.wrap("  ", "mean "+strings.Join(parts, " · "))
+		}
 		if m.ClientTTFT != nil {
 			p.section("Latency")
 			p.clientLine(m)

@@ -214,8 +214,12 @@ func TestPublicExpositions(t *testing.T) {
 // check should withhold TTFT (a count mismatch against the finish-time
 // histograms, with nothing in flight to explain it) and keep end-to-end.
 func TestPublicAbandonedRequestsWithholdTTFTNotE2E(t *testing.T) {
-	_, d, _ := publicDiagnose(t, "qwen3-0.6b-v0.10-cpu.prom")
+	_, d, text := publicDiagnose(t, "qwen3-0.6b-v0.10-cpu.prom")
 	tg := d.Targets[0]
+	// The map keeps the parts that agree, without shares of a withheld TTFT.
+	if !strings.Contains(text, "Latency map (TTFT withheld: see above)") || !strings.Contains(text, "end-to-end 23.74s") {
+		t.Errorf("latency map:\n%s", text)
+	}
 	ttftNamed := false
 	for _, in := range tg.Inconsistencies {
 		for _, f := range in.Fields {
