@@ -36,6 +36,12 @@ type Source struct {
 	Error string `json:"error,omitempty"`
 	// Queries is how many queries a Prometheus source answered.
 	Queries int `json:"queries,omitempty"`
+	// Notes say what a source that was read left out or assumed, one line each.
+	Notes []string `json:"notes,omitempty"`
+	// Rows is how many rows a request-level file held, Skipped how many of
+	// them were left out as invalid, by reason.
+	Rows    int            `json:"rows,omitempty"`
+	Skipped map[string]int `json:"skipped,omitempty"`
 }
 
 // Window says what time the evidence covers.

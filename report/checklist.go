@@ -37,7 +37,7 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o TextOptions) error {
 	}
 	p.line(st.head.Render("llmdoctor pre-launch checklist") + "  " + verdict)
 	for _, s := range c.Sources {
-		p.wrap("  ", fmt.Sprintf("✓ %s %s%s", s.Kind, s.URL, s.Path))
+		p.wrap("  ", sourceLine(s))
 	}
 	for _, n := range c.Notes {
 		p.wrap("  ", "note: "+n)

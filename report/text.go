@@ -78,13 +78,7 @@ func Text(w io.Writer, d *advisor.Diagnosis, o TextOptions) error {
 	p := &printer{w: w, width: width, st: st}
 	p.line(st.head.Render("llmdoctor diagnosis") + "  " + windowText(d))
 	for _, s := range d.Sources {
-		mark := "✓"
-		where := s.URL + s.Path
-		if !s.OK {
-			mark = "✗"
-			where += ": " + s.Error
-		}
-		p.wrap("  ", fmt.Sprintf("%s %s %s", mark, s.Kind, where))
+		p.wrap("  ", sourceLine(s))
 	}
 	for _, n := range d.Notes {
 		p.wrap("  ", "note: "+n)
@@ -97,6 +91,23 @@ func Text(w io.Writer, d *advisor.Diagnosis, o TextOptions) error {
 		p.target(t)
 	}
 	return p.err
+}
+
+// sourceLine: ✓ read, ! read with rows left out, ✗ not read; notes follow.
+func sourceLine(s advisor.Source) string {
+	mark := "✓"
+	where := s.URL + s.Path
+	if len(s.Skipped) > 0 {
+		mark = "!"
+	}
+	if !s.OK {
+		mark = "✗"
+		where += ": " + s.Error
+	}
+	if len(s.Notes) > 0 {
+		where += ": " + strings.Join(s.Notes, "; ")
+	}
+	return fmt.Sprintf("%s %s %s", mark, s.Kind, where)
 }
 
 func windowText(d *advisor.Diagnosis) string {

@@ -24,6 +24,10 @@ type Record struct {
 	Queue, Prefill, Decode, ServerTTFT float64
 	Streaming                          *bool
 	Error                              string
+
+	bad        uint16 // fields present but not finite (b* bits)
+	ms         uint16 // time fields given in milliseconds (ms* bits)
+	e2eFromITL bool   // E2E is TTFT plus the gaps, as benchmarks record it
 }
 
 // Run describes the run as a whole (a benchmark's settings).
@@ -52,6 +56,7 @@ type Accumulator struct {
 	lastStart                            float64
 	// Summary holds distributions given directly by a summary-only source.
 	Summary map[string]evidence.Dist
+	q       quality
 }
 
 const (
@@ -62,10 +67,10 @@ const (
 // NewAccumulator returns an empty accumulator.
 func NewAccumulator() *Accumulator {
 	return &Accumulator{distinctLens: map[float64]bool{}, rng: rand.New(rand.NewSource(1)), ordered: true,
-		lastStart: math.Inf(-1), Run: Run{RequestRate: math.NaN(), MaxConcurrency: math.NaN()}}
+		lastStart: math.Inf(-1), Run: Run{RequestRate: math.NaN(), MaxConcurrency: math.NaN()}, q: newQuality("line")}
 }
 
-// Add takes one request.
+// Add takes one request as it is; readers validate rows first (take).
 func (a *Accumulator) Add(r Record) {
 	a.n++
 	if r.Error != "" {

@@ -90,7 +90,7 @@ func TestRequestsJSONLAndCSVAgree(t *testing.T) {
 	}
 	j, jn := read("requests.jsonl")
 	c, cn := read("requests.csv")
-	if len(jn) != 1 || !strings.Contains(jn[0], "1 lines could not be read (first: line 301") || len(cn) != 0 {
+	if len(jn) != 1 || !strings.Contains(jn[0], "1 of 301 rows skipped: 1 unreadable (first line 301:") || len(cn) != 0 {
 		t.Fatalf("notes %v / %v", jn, cn)
 	}
 	for _, p := range []string{"service.client_ttft.p99", "service.client_failed_share", "service.network_share", "cond.prompt_ttft_slope", "cond.output_max_ratio", "service.warmup_ratio"} {
@@ -141,9 +141,15 @@ func FuzzReadRequests(f *testing.F) {
 	f.Add(data[:2000])
 	csvData, _ := os.ReadFile("testdata/requests.csv")
 	f.Add(csvData[:1500])
+	for _, in := range badInputs {
+		f.Add([]byte(in))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, _, err := ReadRequests(strings.NewReader(string(in)), "fuzz")
 		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
 			return
 		}
 		a.Fill(evidence.New(evidence.Target{Model: "m"}), "fuzz")
@@ -153,9 +159,15 @@ func FuzzReadRequests(f *testing.F) {
 func FuzzReadBench(f *testing.F) {
 	data, _ := os.ReadFile("testdata/bench-old-summary.json")
 	f.Add(data)
+	for _, in := range badInputs {
+		f.Add([]byte(in))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, _, err := ReadBench(strings.NewReader(string(in)), "fuzz")
 		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
 			return
 		}
 		a.Fill(evidence.New(evidence.Target{Model: "m"}), "fuzz")

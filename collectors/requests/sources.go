@@ -23,7 +23,18 @@ import (
 // is used). Detailed arrays (ttfts, itls in seconds) give per-request
 // evidence; without them only the summary statistics (in ms) are used.
 func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %s", from, oneLine(err))
+	}
+	data = bytes.TrimLeft(bytes.TrimPrefix(data, bom), " \t\r\n")
+	if len(data) == 0 {
+		return nil, nil, fmt.Errorf("%s: empty benchmark result", from)
+	}
+	if err := notBench(data, from); err != nil {
+		return nil, nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(nonFiniteToNull(data)))
 	dec.UseNumber()
 	var runs []map[string]json.RawMessage
 	for {
@@ -38,6 +49,9 @@ func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 			}
 			return nil, nil, fmt.Errorf("%s: not vllm bench serve result JSON: %s", from, oneLine(err))
 		}
+		if len(runs) == 0 && requestObject(m) {
+			return nil, nil, fmt.Errorf("%s is per-request JSONL, not a vllm bench serve result: use --requests", from)
+		}
 		runs = append(runs, m)
 	}
 	if len(runs) == 0 {
@@ -45,7 +59,7 @@ func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 	}
 	var notes []string
 	if len(runs) > 1 {
-		notes = append(notes, fmt.Sprintf("%s holds %d appended runs; the last one is used", from, len(runs)))
+		notes = append(notes, fmt.Sprintf("holds %d appended runs; the last one is used", len(runs)))
 	}
 	m := runs[len(runs)-1]
 	if _, ok := m["completed"]; !ok {
@@ -58,59 +72,262 @@ func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 	if c, ok := number(m["max_concurrency"]); ok {
 		a.Run.MaxConcurrency = c
 	}
-	var ttfts, inputs, outputs, starts []float64
-	var itls [][]float64
-	var errs []string
-	decodeInto(m["ttfts"], &ttfts)
-	decodeInto(m["itls"], &itls)
-	decodeInto(m["input_lens"], &inputs)
-	decodeInto(m["output_lens"], &outputs)
-	decodeInto(m["start_times"], &starts)
-	decodeInto(m["errors"], &errs)
+	var p fastjson.Parser
+	ttfts, ok := floats(&p, m["ttfts"])
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: ttfts is not an array of numbers", from)
+	}
 	if len(ttfts) == 0 {
-		a.Run.SummaryOnly = true
-		a.Summary = summary(m)
-		notes = append(notes, from+": summary statistics only (run vllm bench serve with --save-detailed for per-request analysis)")
-		if completed, ok := number(m["completed"]); ok {
-			a.n = completed
-			if failed, ok := number(m["failed"]); ok && completed+failed > 0 {
-				a.n, a.failed = completed+failed, failed
-			}
-			out, _ := number(m["total_output_tokens"])
-			tpot, okT := number(m["mean_tpot_ms"])
-			itl, okI := number(m["mean_itl_ms"])
-			if okT && okI && tpot == 0 && itl == 0 && completed > 0 && out/completed > 1 {
-				// Multi-token answers with no gaps: the client did not stream.
-				a.multi, a.streamed = completed, 0
+		return summaryOnly(a, m, from, notes)
+	}
+	inputs, _ := floats(&p, m["input_lens"])
+	outputs, _ := floats(&p, m["output_lens"])
+	starts, _ := floats(&p, m["start_times"])
+	itls, itlsBad := nested(&p, m["itls"])
+	errs := stringsOf(&p, m["errors"])
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"input_lens", len(inputs)}, {"output_lens", len(outputs)}, {"itls", len(itls)}, {"start_times", len(starts)}, {"errors", len(errs)}} {
+		if c.n > 0 && c.n != len(ttfts) {
+			return nil, nil, fmt.Errorf("%s: ttfts has %d entries but %s has %d: the per-request arrays do not line up", from, len(ttfts), c.name, c.n)
+		}
+	}
+	a.q.where = "index"
+	noOutput := 0
+	for i, ttft := range ttfts {
+		rec := Record{TTFT: ttft, Start: at(starts, i), Prompt: at(inputs, i), Output: at(outputs, i),
+			MaxTokens: math.NaN(), Queue: math.NaN(), Prefill: math.NaN(), Decode: math.NaN(), ServerTTFT: math.NaN(),
+			e2eFromITL: true}
+		// The arrays hold an entry for every request: NaN there was not a finite number.
+		if math.IsNaN(ttft) {
+			rec.bad |= bTTFT
+		}
+		if (i < len(inputs) && math.IsNaN(inputs[i])) || (i < len(outputs) && math.IsNaN(outputs[i])) {
+			rec.bad |= bTokens
+		}
+		if i < len(starts) && math.IsNaN(starts[i]) {
+			rec.bad |= bStart
+		}
+		if i < len(itls) {
+			rec.ITLs = itls[i]
+			if itlsBad[i] {
+				rec.bad |= bITL
 			}
 		}
-		return a, notes, nil
-	}
-	for i := range ttfts {
-		rec := Record{TTFT: ttfts[i], Start: at(starts, i), Prompt: at(inputs, i), Output: at(outputs, i),
-			MaxTokens: math.NaN(), Queue: math.NaN(), Prefill: math.NaN(), Decode: math.NaN(), ServerTTFT: math.NaN()}
 		if i < len(errs) {
 			rec.Error = errs[i]
 		}
-		rec.E2E = rec.TTFT
-		if i < len(itls) {
-			rec.ITLs = itls[i]
-			for _, x := range itls[i] {
-				rec.E2E += x
-			}
+		// vllm bench serve leaves a request that failed without a message at
+		// TTFT 0 with no output.
+		if rec.Error == "" && ttft == 0 && len(rec.ITLs) == 0 && !(rec.Output > 0) {
+			rec.Error = "no output"
+			noOutput++
 		}
 		if rec.Error != "" {
-			rec.TTFT, rec.E2E = math.NaN(), math.NaN()
+			rec.TTFT, rec.E2E, rec.ITLs, rec.e2eFromITL = math.NaN(), math.NaN(), nil, false
 		}
-		a.Add(rec)
+		a.take(rec, i)
+	}
+	more, err := a.finish(from, "bench")
+	if err != nil {
+		return nil, nil, err
+	}
+	if noOutput > 0 {
+		notes = append(notes, fmt.Sprintf("%d requests with TTFT 0 and no output counted as failed", noOutput))
+	}
+	return a, append(notes, more...), nil
+}
+
+// summaryOnly reads a benchmark saved without --save-detailed.
+func summaryOnly(a *Accumulator, m map[string]json.RawMessage, from string, notes []string) (*Accumulator, []string, error) {
+	// Milliseconds are the format's unit: seconds written there are refused.
+	for _, c := range []struct {
+		metric string
+		below  float64
+		what   string
+	}{{"ttft", 1, "to a first token"}, {"tpot", 0.5, "per output token"}} {
+		for _, stat := range []string{"median", "mean"} {
+			key := stat + "_" + c.metric + "_ms"
+			if x, ok := number(m[key]); ok && x > 0 {
+				if x < c.below {
+					return nil, nil, fmt.Errorf("%s: %s looks like seconds, not milliseconds: %.3g ms %s is implausible; the summary statistics must be in milliseconds", from, key, x, c.what)
+				}
+				break
+			}
+		}
+	}
+	a.Run.SummaryOnly = true
+	a.Summary = summary(m)
+	notes = append(notes, "summary statistics only (run vllm bench serve with --save-detailed for per-request analysis)")
+	if completed, ok := number(m["completed"]); ok {
+		a.n = completed
+		failed, okF := number(m["failed"])
+		if okF && completed+failed > 0 {
+			a.n, a.failed = completed+failed, failed
+		}
+		if a.n == 0 {
+			return nil, nil, fmt.Errorf("%s: the benchmark completed no requests", from)
+		}
+		out, _ := number(m["total_output_tokens"])
+		tpot, okT := number(m["mean_tpot_ms"])
+		itl, okI := number(m["mean_itl_ms"])
+		if okT && okI && tpot == 0 && itl == 0 && completed > 0 && out/completed > 1 {
+			// Multi-token answers with no gaps: the client did not stream.
+			a.multi, a.streamed = completed, 0
+		}
 	}
 	return a, notes, nil
 }
 
-func decodeInto(raw json.RawMessage, dst any) {
-	if len(raw) > 0 {
-		json.Unmarshal(raw, dst)
+var bom = []byte("\xef\xbb\xbf")
+
+// notBench names what a file given to --bench is instead, when it can tell.
+func notBench(data []byte, from string) error {
+	switch first := firstLine(data); {
+	case data[0] == '[' && bytes.Contains(first, []byte(`"ttft"`)):
+		return fmt.Errorf("%s is a JSON array of requests, not a vllm bench serve result: write one object per line (jq -c '.[]' %s) and use --requests", from, from)
+	case data[0] == '[':
+		return fmt.Errorf("%s is a JSON array, not a vllm bench serve result object", from)
+	case data[0] != '{' && bytes.Contains(first, []byte("ttft")) && bytes.Contains(first, []byte(",")):
+		return fmt.Errorf("%s is per-request CSV, not a vllm bench serve result: use --requests", from)
 	}
+	return nil
+}
+
+// requestObject: one request of the per-request schema, not a benchmark run.
+func requestObject(m map[string]json.RawMessage) bool {
+	_, ttfts := m["ttfts"]
+	_, completed := m["completed"]
+	_, ttft := m["ttft"]
+	_, ttftMs := m["ttft_ms"]
+	return (ttft || ttftMs) && !ttfts && !completed
+}
+
+// nonFiniteToNull: Python's json writes NaN and ±Infinity, which JSON lacks.
+// NaN and -Infinity become null, Infinity the string "Infinity" (a closed
+// loop's request_rate); either is a missing summary value or a non-finite
+// per-request one.
+func nonFiniteToNull(b []byte) []byte {
+	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	inStr, esc := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			out = append(out, c)
+			continue
+		}
+		if c == '"' {
+			inStr = true
+		}
+		if tok := nonFiniteToken(b[i:]); tok > 0 {
+			if b[i] == 'I' {
+				out = append(out, `"Infinity"`...)
+			} else {
+				out = append(out, "null"...)
+			}
+			i += tok - 1
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func nonFiniteToken(b []byte) int {
+	for _, t := range []string{"NaN", "Infinity", "-Infinity"} {
+		if len(b) >= len(t) && string(b[:len(t)]) == t {
+			return len(t)
+		}
+	}
+	return 0
+}
+
+// floats reads a JSON array of numbers; an entry that is null (NaN or
+// ±Infinity in the file), not finite or not a number is NaN. ok is false
+// when raw is there but not an array.
+func floats(p *fastjson.Parser, raw json.RawMessage) ([]float64, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, true
+	}
+	v, err := p.ParseBytes(raw)
+	if err != nil || v.Type() != fastjson.TypeArray {
+		return nil, false
+	}
+	arr := v.GetArray()
+	out := make([]float64, len(arr))
+	for i, x := range arr {
+		out[i] = finite(x)
+	}
+	return out, true
+}
+
+func finite(x *fastjson.Value) float64 {
+	if f, err := x.Float64(); err == nil && evidence.Present(f) {
+		return f
+	}
+	return math.NaN()
+}
+
+// nested reads itls: an array of arrays of gaps. bad[i] is set when entry
+// i holds something other than finite numbers.
+func nested(p *fastjson.Parser, raw json.RawMessage) (out [][]float64, bad []bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	v, err := p.ParseBytes(raw)
+	if err != nil || v.Type() != fastjson.TypeArray {
+		return nil, nil
+	}
+	arr := v.GetArray()
+	out, bad = make([][]float64, len(arr)), make([]bool, len(arr))
+	for i, x := range arr {
+		if x.Type() != fastjson.TypeArray {
+			bad[i] = x.Type() != fastjson.TypeNull
+			continue
+		}
+		inner := x.GetArray()
+		out[i] = make([]float64, len(inner))
+		for j, g := range inner {
+			out[i][j] = finite(g)
+			bad[i] = bad[i] || math.IsNaN(out[i][j])
+		}
+	}
+	return out, bad
+}
+
+func stringsOf(p *fastjson.Parser, raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	v, err := p.ParseBytes(raw)
+	if err != nil || v.Type() != fastjson.TypeArray {
+		return nil
+	}
+	arr := v.GetArray()
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		out[i] = string(x.GetStringBytes())
+	}
+	return out
+}
+
+func firstLine(b []byte) []byte {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i]
+	}
+	return b
 }
 
 func at(s []float64, i int) float64 {
@@ -125,7 +342,7 @@ func number(raw json.RawMessage) (float64, bool) {
 		return 0, false
 	}
 	x, err := strconv.ParseFloat(strings.Trim(string(raw), `"`), 64)
-	return x, err == nil
+	return x, err == nil && evidence.Present(x)
 }
 
 // rate reads request_rate: a number, or "inf" for a closed loop.
@@ -161,102 +378,188 @@ func summary(m map[string]json.RawMessage) map[string]evidence.Dist {
 }
 
 // ReadRequests reads per-request JSONL or CSV (docs/requests.md), one line at
-// a time. Lines that cannot be read are counted, not fatal.
+// a time. Each row is validated: a bad row is skipped and counted by reason,
+// a bad optional field is dropped from a row that is kept. A file whose
+// times are in the wrong unit, or whose rows are mostly bad, is refused.
 func ReadRequests(r io.Reader, from string) (*Accumulator, []string, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
-	first, err := br.Peek(1)
-	if err != nil {
+	if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
+		br.Discard(len(bom))
+	}
+	head, _ := br.Peek(64 << 10)
+	head = bytes.TrimLeft(head, " \t\r\n")
+	if len(head) == 0 {
 		return nil, nil, fmt.Errorf("%s: empty request file", from)
 	}
+	if err := notRequests(head, from); err != nil {
+		return nil, nil, err
+	}
 	a := NewAccumulator()
-	var bad int
-	var firstBad string
-	note := func(line int, err error) {
-		bad++
-		if firstBad == "" {
-			firstBad = fmt.Sprintf("line %d: %s", line, oneLine(err))
-		}
-	}
-	if first[0] == '{' {
-		line := 0
-		var p fastjson.Parser
-		var itls []float64
-		for {
-			b, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) {
-				// A line longer than the buffer: gather it whole.
-				long := append([]byte(nil), b...)
-				for errors.Is(err, bufio.ErrBufferFull) {
-					b, err = br.ReadSlice('\n')
-					long = append(long, b...)
-				}
-				b = long
-			}
-			if len(bytes.TrimSpace(b)) > 0 {
-				line++
-				rec, e := parseLine(&p, b, &itls)
-				if e != nil {
-					note(line, e)
-				} else {
-					a.Add(rec)
-				}
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %v", from, err)
-			}
-		}
+	var err error
+	if head[0] == '{' {
+		err = readJSONL(br, a, from)
 	} else {
-		cr := csv.NewReader(br)
-		cr.ReuseRecord = true
-		cr.FieldsPerRecord = -1
-		head, err := cr.Read()
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: no CSV header: %s", from, oneLine(err))
-		}
-		cols := map[string]int{}
-		for i, h := range head {
-			cols[strings.TrimSpace(h)] = i
-		}
-		if _, ok := cols["ttft"]; !ok {
-			return nil, nil, fmt.Errorf("%s: CSV header has no ttft column (see docs/requests.md)", from)
-		}
-		line := 1
-		for {
-			row, err := cr.Read()
-			line++
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				note(line, err)
-				continue
-			}
-			rec, e := csvRecord(cols, row)
-			if e != nil {
-				note(line, e)
-				continue
-			}
-			a.Add(rec)
-		}
+		err = readCSV(br, a, from)
 	}
-	var notes []string
-	if bad > 0 {
-		notes = append(notes, fmt.Sprintf("%s: %d lines could not be read (first: %s)", from, bad, firstBad))
+	if err != nil {
+		return nil, nil, err
 	}
-	if a.n == 0 {
-		return nil, nil, fmt.Errorf("%s: no readable request (first problem: %s)", from, firstBad)
+	notes, err := a.finish(from, "requests")
+	if err != nil {
+		return nil, nil, err
 	}
 	if !a.Exact() {
-		notes = append(notes, fmt.Sprintf("%s: %d requests: quantiles come from a sketch, within %.0f%% of the exact value", from, a.Requests(), SketchAccuracy*100))
+		notes = append(notes, fmt.Sprintf("%d requests: quantiles come from a sketch, within %.0f%% of the exact value", a.Requests(), SketchAccuracy*100))
 	}
 	return a, notes, nil
 }
 
-// parseLine reads one line of the per-request JSONL schema (docs/requests.md).
-// itls is reused between lines: Add copies what it keeps.
+// notRequests names what a file given to --requests is instead.
+func notRequests(head []byte, from string) error {
+	switch {
+	case head[0] == '[':
+		return fmt.Errorf("%s is a JSON array; --requests reads JSONL, one object per line: convert with jq -c '.[]' %s", from, from)
+	case head[0] == '{' && string(bytes.TrimSpace(firstLine(head))) == "{":
+		if looksBench(head) {
+			return fmt.Errorf("%s is vllm bench serve result JSON: use --bench", from)
+		}
+		return fmt.Errorf("%s holds one JSON object over several lines; --requests reads JSONL, one object per line: convert with jq -c . %s", from, from)
+	}
+	return nil
+}
+
+func looksBench(b []byte) bool {
+	for _, k := range []string{`"ttfts"`, `"completed"`, `"request_throughput"`, `"median_ttft_ms"`} {
+		if bytes.Contains(b, []byte(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+func readJSONL(br *bufio.Reader, a *Accumulator, from string) error {
+	var p fastjson.Parser
+	var itls []float64
+	first := true
+	for line := 1; ; line++ {
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it whole.
+			long := append([]byte(nil), b...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			if first {
+				first = false
+				if v, e := p.ParseBytes(b); e == nil && v.Type() == fastjson.TypeObject && benchObject(v) {
+					return fmt.Errorf("%s is vllm bench serve result JSON: use --bench", from)
+				}
+			}
+			rec, e := parseLine(&p, b, &itls)
+			if e != nil {
+				// The line number finds the line; its echo is noise.
+				msg, _, _ := strings.Cut(oneLine(e), "; unparsed tail")
+				a.q.skip(rUnreadable, line, msg)
+			} else {
+				a.take(rec, line)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", from, err)
+		}
+	}
+}
+
+func benchObject(v *fastjson.Value) bool {
+	if v.Get("ttft") != nil || v.Get("ttft_ms") != nil {
+		return false
+	}
+	for _, k := range []string{"ttfts", "completed", "request_throughput", "median_ttft_ms"} {
+		if v.Get(k) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func readCSV(br *bufio.Reader, a *Accumulator, from string) error {
+	cr := csv.NewReader(br)
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1
+	head, err := cr.Read()
+	if err != nil {
+		return fmt.Errorf("%s: no CSV header: %s", from, oneLine(err))
+	}
+	cols := map[string]int{}
+	for i, h := range head {
+		cols[strings.TrimSpace(h)] = i
+	}
+	_, s := cols["ttft"]
+	_, ms := cols["ttft_ms"]
+	if !s && !ms {
+		return fmt.Errorf("%s: CSV header has no ttft (or ttft_ms) column (see docs/requests.md)", from)
+	}
+	for {
+		row, err := cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if !errors.As(err, &pe) {
+				return fmt.Errorf("%s: %s", from, oneLine(err))
+			}
+			a.q.skip(rUnreadable, pe.StartLine, oneLine(err))
+			continue
+		}
+		line, _ := cr.FieldPos(0)
+		rec, e := csvRecord(cols, row)
+		if e != nil {
+			a.q.skip(rUnreadable, line, oneLine(e))
+			continue
+		}
+		a.take(rec, line)
+	}
+}
+
+// schema lists the numeric fields of docs/requests.md; a time field may
+// instead be given in milliseconds under its _ms name.
+var schema = []struct {
+	key, msKey string
+	bad, ms    uint16
+}{{"prompt_tokens", "", bTokens, 0}, {"output_tokens", "", bTokens, 0}, {"max_tokens", "", bTokens, 0},
+	{"ttft", "ttft_ms", bTTFT, msTTFT}, {"e2e", "e2e_ms", bE2E, msE2E}, {"queue_time", "queue_time_ms", bStage, 0},
+	{"prefill_time", "prefill_time_ms", bStage, 0}, {"decode_time", "decode_time_ms", bStage, 0},
+	{"server_ttft", "server_ttft_ms", bStage, 0}}
+
+func (r *Record) slot(i int) *float64 {
+	return [...]*float64{&r.Prompt, &r.Output, &r.MaxTokens, &r.TTFT, &r.E2E, &r.Queue, &r.Prefill, &r.Decode, &r.ServerTTFT}[i]
+}
+
+// set stores one numeric field: a non-finite value is flagged, not kept.
+func (r *Record) set(i int, x float64, inMs bool) {
+	f := schema[i]
+	switch {
+	case !evidence.Present(x):
+		r.bad |= f.bad
+		x = math.NaN()
+	case inMs:
+		x /= 1000
+		r.ms |= f.ms
+	}
+	*r.slot(i) = x
+}
+
+// parseLine reads one line of the per-request JSONL schema (docs/requests.md)
+// in one pass over its keys. itls is reused between lines: Add copies what
+// it keeps.
 func parseLine(p *fastjson.Parser, line []byte, itls *[]float64) (Record, error) {
 	v, err := p.ParseBytes(line)
 	if err != nil {
@@ -266,68 +569,115 @@ func parseLine(p *fastjson.Parser, line []byte, itls *[]float64) (Record, error)
 	if err != nil {
 		return Record{}, errors.New("not a JSON object")
 	}
-	num := func(k string) (float64, error) {
-		x := o.Get(k)
-		if x == nil || x.Type() == fastjson.TypeNull {
-			return math.NaN(), nil
+	var vals, msVals [9]*fastjson.Value // by schema index
+	var start, itl, itlMs, streaming, errV, id *fastjson.Value
+	o.Visit(func(k []byte, x *fastjson.Value) {
+		if x.Type() == fastjson.TypeNull {
+			return
 		}
-		f, err := x.Float64()
-		if err != nil {
-			return 0, fmt.Errorf("%s is not a number", k)
+		switch string(k) {
+		case "start_time":
+			start = x
+		case "itl":
+			itl = x
+		case "itl_ms":
+			itlMs = x
+		case "streaming":
+			streaming = x
+		case "error":
+			errV = x
+		case "request_id":
+			id = x
+		default:
+			if i, ms := schemaIndex(k); i >= 0 && ms {
+				msVals[i] = x
+			} else if i >= 0 {
+				vals[i] = x
+			}
 		}
-		return f, nil
-	}
+	})
 	rec := Record{}
-	for _, f := range []struct {
-		key string
-		dst *float64
-	}{{"prompt_tokens", &rec.Prompt}, {"output_tokens", &rec.Output}, {"max_tokens", &rec.MaxTokens},
-		{"ttft", &rec.TTFT}, {"e2e", &rec.E2E}, {"queue_time", &rec.Queue}, {"prefill_time", &rec.Prefill},
-		{"decode_time", &rec.Decode}, {"server_ttft", &rec.ServerTTFT}} {
-		if *f.dst, err = num(f.key); err != nil {
-			return rec, err
+	for i, f := range schema {
+		*rec.slot(i) = math.NaN()
+		x, inMs := vals[i], false
+		if x == nil && msVals[i] != nil {
+			x, inMs = msVals[i], true
 		}
+		if x == nil {
+			continue
+		}
+		n, err := x.Float64()
+		if err != nil {
+			return rec, fmt.Errorf("%s is not a number", f.key)
+		}
+		rec.set(i, n, inMs)
 	}
-	switch st := o.Get("start_time"); {
-	case st == nil || st.Type() == fastjson.TypeNull:
+	switch {
+	case start == nil:
 		rec.Start = math.NaN()
-	case st.Type() == fastjson.TypeNumber:
-		rec.Start = st.GetFloat64()
-	case st.Type() == fastjson.TypeString:
-		if rec.Start, err = startTime(string(st.GetStringBytes())); err != nil {
+	case start.Type() == fastjson.TypeNumber:
+		rec.Start = start.GetFloat64()
+		if !evidence.Present(rec.Start) {
+			rec.bad |= bStart
+			rec.Start = math.NaN()
+		}
+	case start.Type() == fastjson.TypeString:
+		if rec.Start, err = startTime(string(start.GetStringBytes())); err != nil {
 			return rec, err
 		}
 	default:
 		return rec, errors.New("start_time: want Unix seconds or RFC 3339")
 	}
-	if x := o.Get("itl"); x != nil && x.Type() == fastjson.TypeArray {
+	scale := 1.0
+	if itl == nil && itlMs != nil {
+		itl, scale = itlMs, 1e-3
+		rec.ms |= msITL
+	}
+	switch {
+	case itl == nil:
+	case itl.Type() != fastjson.TypeArray:
+		rec.bad |= bITL
+	default:
 		*itls = (*itls)[:0]
-		for _, g := range x.GetArray() {
+		for _, g := range itl.GetArray() {
 			f, err := g.Float64()
 			if err != nil {
-				return rec, errors.New("itl holds a non-number")
+				rec.bad |= bITL
+				break
 			}
-			*itls = append(*itls, f)
+			*itls = append(*itls, f*scale)
 		}
-		rec.ITLs = *itls
+		if rec.bad&bITL == 0 {
+			rec.ITLs = *itls
+		}
 	}
-	if x := o.Get("streaming"); x != nil && x.Type() != fastjson.TypeNull {
-		b, err := x.Bool()
+	if streaming != nil {
+		b, err := streaming.Bool()
 		if err != nil {
 			return rec, errors.New("streaming is not true or false")
 		}
 		rec.Streaming = &b
 	}
-	if x := o.Get("error"); x != nil && x.Type() == fastjson.TypeString {
-		rec.Error = string(x.GetStringBytes())
+	if errV != nil && errV.Type() == fastjson.TypeString {
+		rec.Error = string(errV.GetStringBytes())
 	}
-	if x := o.Get("request_id"); x != nil && x.Type() == fastjson.TypeString {
-		rec.ID = string(x.GetStringBytes())
-	}
-	if !evidence.Present(rec.TTFT) && rec.Error == "" {
-		return rec, errors.New("no ttft")
+	if id != nil && id.Type() == fastjson.TypeString {
+		rec.ID = string(id.GetStringBytes())
 	}
 	return rec, nil
+}
+
+// schemaIndex finds a numeric field by name, and whether it is the _ms name.
+func schemaIndex(k []byte) (int, bool) {
+	for i, f := range schema {
+		switch {
+		case string(k) == f.key:
+			return i, false
+		case f.msKey != "" && string(k) == f.msKey:
+			return i, true
+		}
+	}
+	return -1, false
 }
 
 func startTime(s string) (float64, error) {
@@ -346,37 +696,38 @@ func csvRecord(cols map[string]int, row []string) (Record, error) {
 		}
 		return strings.TrimSpace(row[i]), true
 	}
-	f := func(name string) (float64, error) {
-		s, ok := get(name)
+	var rec Record
+	for i, f := range schema {
+		*rec.slot(i) = math.NaN()
+		s, ok := get(f.key)
+		inMs := false
+		if !ok && f.msKey != "" {
+			s, ok = get(f.msKey)
+			inMs = true
+		}
 		if !ok {
-			return math.NaN(), nil
+			continue
 		}
 		x, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s %q is not a number", name, s)
+		if err != nil && !math.IsInf(x, 0) { // out of range is ±Inf: non-finite, not unreadable
+			return rec, fmt.Errorf("%s %q is not a number", f.key, s)
 		}
-		return x, nil
+		rec.set(i, x, inMs)
 	}
-	var rec Record
-	var err error
-	for _, c := range []struct {
-		name string
-		dst  *float64
-	}{{"prompt_tokens", &rec.Prompt}, {"output_tokens", &rec.Output}, {"max_tokens", &rec.MaxTokens},
-		{"ttft", &rec.TTFT}, {"e2e", &rec.E2E}, {"queue_time", &rec.Queue}, {"prefill_time", &rec.Prefill},
-		{"decode_time", &rec.Decode}, {"server_ttft", &rec.ServerTTFT}} {
-		if *c.dst, err = f(c.name); err != nil {
-			return rec, err
-		}
-	}
+	rec.Start = math.NaN()
 	if s, ok := get("start_time"); ok {
-		if x, err := strconv.ParseFloat(s, 64); err == nil {
+		if x, err := strconv.ParseFloat(s, 64); err == nil || math.IsInf(x, 0) {
 			rec.Start = x
-		} else if rec.Start, err = startTime(s); err != nil {
-			return rec, err
+			if !evidence.Present(x) {
+				rec.bad |= bStart
+				rec.Start = math.NaN()
+			}
+		} else {
+			var err error
+			if rec.Start, err = startTime(s); err != nil {
+				return rec, err
+			}
 		}
-	} else {
-		rec.Start = math.NaN()
 	}
 	if s, ok := get("streaming"); ok {
 		b, err := strconv.ParseBool(s)
@@ -387,9 +738,6 @@ func csvRecord(cols map[string]int, row []string) (Record, error) {
 	}
 	rec.Error, _ = get("error")
 	rec.ID, _ = get("request_id")
-	if !evidence.Present(rec.TTFT) && rec.Error == "" {
-		return rec, errors.New("no ttft")
-	}
 	return rec, nil
 }
 
