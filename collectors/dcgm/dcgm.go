@@ -3,9 +3,9 @@
 package dcgm
 
 import (
+	"fmt"
 	"math"
 	"net"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -51,30 +51,108 @@ func Known(name string) bool {
 	return false
 }
 
-// Peak HBM bandwidth by dcgm-exporter modelName (reference/dcgm.md §1.8).
-var peakBandwidth = []struct {
-	re  *regexp.Regexp
-	bps float64
-}{
-	{regexp.MustCompile(`(?i)A100.*PCIE.*80`), 1.935e12},
-	{regexp.MustCompile(`(?i)A100.*80`), 2.039e12},
-	{regexp.MustCompile(`(?i)A100`), 1.555e12},
-	{regexp.MustCompile(`(?i)H100.*PCIE`), 2.0e12},
-	{regexp.MustCompile(`(?i)H100`), 3.35e12},
-	{regexp.MustCompile(`(?i)H200`), 4.8e12},
-	{regexp.MustCompile(`(?i)B200`), 8.0e12},
-	{regexp.MustCompile(`(?i)L40S`), 864e9},
-	{regexp.MustCompile(`(?i)A10G`), 600e9},
-	{regexp.MustCompile(`(?i)\bL4\b`), 300e9},
-	{regexp.MustCompile(`(?i)MI300X`), 5.3e12},
+// GPU is one row of the peak-bandwidth table.
+type GPU struct {
+	// Name is the product as sold.
+	Name string
+	// Match lists words that must all appear in dcgm-exporter's modelName
+	// (upper-cased, with "-" and "_" read as spaces); Not, words that must not.
+	Match, Not []string
+	// Bandwidth is peak memory bandwidth in bytes/s.
+	Bandwidth float64
+	// Source is where Bandwidth comes from.
+	Source string
 }
 
-// PeakBandwidth returns a GPU model's peak HBM bandwidth in bytes/s, or NaN.
-func PeakBandwidth(model string) float64 {
-	for _, p := range peakBandwidth {
-		if p.re.MatchString(model) {
-			return p.bps
+// GPUs is the peak-bandwidth table, matched against the modelName label that
+// dcgm-exporter copies from NVML (what nvidia-smi prints as Name). The first
+// row that matches wins, so a variant comes before its family: "H100 NVL"
+// and "H100 PCIe" before "H100", whose other names ("H100 80GB HBM3") are
+// the SXM part. Words match whole, so "L40" is not "L40S" and "A10" is not
+// "A100". AMD Instinct GPUs (MI210…MI325X) are left out: dcgm-exporter is
+// NVIDIA-only and llmdoctor reads no AMD exporter, so no AMD modelName
+// reaches this table or the gpus: section of llmdoctor.yaml. Variants with
+// no published figure (H20-3e, H800 NVL, A100-SXM-64GB) are kept out by Not
+// so that they are named as unknown rather than given a family's number.
+var GPUs = []GPU{
+	// Hopper.
+	{"H100 NVL (94 GB)", []string{"H100", "NVL"}, nil, 3.9e12, "https://www.nvidia.com/en-us/data-center/h100/"},
+	{"H100 PCIe (80 GB)", []string{"H100", "PCIE"}, nil, 2.0e12, "NVIDIA H100 PCIe product brief PB-11133-001 (\"greater than 2,000 GB/s\")"},
+	{"H100 SXM (80 GB)", []string{"H100"}, nil, 3.35e12, "https://www.nvidia.com/en-us/data-center/h100/"},
+	{"H800 PCIe (80 GB)", []string{"H800", "PCIE"}, nil, 2.0e12, "http://mfbz.cn/a/975234.html (no public NVIDIA spec page)"},
+	{"H800 SXM (80 GB)", []string{"H800"}, []string{"NVL"}, 3.35e12, "http://mfbz.cn/a/975234.html; https://aiwiki.ai/wiki/nvidia_h800"},
+	{"H200 SXM and NVL (141 GB)", []string{"H200"}, nil, 4.8e12, "https://www.nvidia.com/en-us/data-center/h200/"},
+	{"H20 (96 GB)", []string{"H20"}, []string{"3E"}, 4.0e12, "http://mfbz.cn/a/975234.html; https://willitrunai.com/es/gpus/h20-96gb (no public NVIDIA spec page)"},
+	{"GH200 (144 GB HBM3e)", []string{"GH200", "HBM3E"}, nil, 4.9e12, "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/"},
+	{"GH200 (96 GB HBM3)", []string{"GH200"}, nil, 4.0e12, "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/"},
+	// Blackwell: NVIDIA's system figures divided by GPUs. The driver reports
+	// a 7680-bit bus on B200, 7.67 TB/s (github.com/pytorch/ao/pull/4002).
+	{"GB200 (186 GB)", []string{"GB200"}, nil, 8.0e12, "https://www.nvidia.com/en-us/data-center/gb200-nvl72/ (576 TB/s over 72 GPUs)"},
+	{"B200 (180 GB)", []string{"B200"}, nil, 8.0e12, "https://www.nvidia.com/en-us/data-center/dgx-b200/ (64 TB/s over 8 GPUs)"},
+	{"B100 (192 GB)", []string{"B100"}, nil, 8.0e12, "https://achoenix.github.io/optical_io/nvidia_system.html"},
+	// Ampere.
+	{"A100 80GB PCIe", []string{"A100", "80GB", "PCIE"}, nil, 1.935e12, a100Datasheet},
+	{"A100 80GB SXM", []string{"A100", "80GB"}, nil, 2.039e12, a100Datasheet},
+	{"A100 40GB SXM and PCIe", []string{"A100"}, []string{"64GB"}, 1.555e12, a100Datasheet},
+	{"A10G (24 GB)", []string{"A10G"}, nil, 600e9, "https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/ (AWS publishes no bandwidth)"},
+	{"A10 (24 GB)", []string{"A10"}, nil, 600e9, "https://www.nvidia.com/en-us/data-center/products/a10-gpu/"},
+	{"A30 (24 GB)", []string{"A30"}, nil, 933e9, "https://www.nvidia.com/en-us/data-center/products/a30-gpu/"},
+	{"A40 (48 GB)", []string{"A40"}, nil, 696e9, "https://www.nvidia.com/en-us/data-center/a40/"},
+	{"RTX A6000 (48 GB)", []string{"A6000"}, nil, 768e9, "https://www.nvidia.com/en-us/design-visualization/rtx-a6000/"},
+	// Ada Lovelace.
+	{"L40S (48 GB)", []string{"L40S"}, nil, 864e9, "https://www.nvidia.com/en-us/data-center/l40s/"},
+	{"L40 (48 GB)", []string{"L40"}, nil, 864e9, "https://www.nvidia.com/en-us/data-center/l40/"},
+	{"L20 (48 GB)", []string{"L20"}, nil, 864e9, "https://www.topcpu.net/en/gpu-c/a40-pcie-vs-l20 (no public NVIDIA spec page)"},
+	{"L4 (24 GB)", []string{"L4"}, nil, 300e9, "https://www.nvidia.com/en-us/data-center/l4/"},
+	{"RTX 6000 Ada Generation (48 GB)", []string{"6000", "ADA"}, nil, 960e9, "https://www.nvidia.com/en-us/design-visualization/rtx-6000/"},
+	// The laptop part shares the name but not the memory (576 GB/s).
+	{"GeForce RTX 4090 (24 GB)", []string{"4090"}, []string{"LAPTOP"}, 1.008e12, "https://www.techpowerup.com/gpu-specs/geforce-rtx-4090.c3889 (21 Gbps × 384 bit)"},
+	// Turing and Volta.
+	{"T4 (16 GB)", []string{"T4"}, nil, 320e9, "https://www.nvidia.com/en-us/data-center/tesla-t4/"},
+	{"V100S PCIe (32 GB)", []string{"V100S"}, nil, 1.134e12, "https://www.nvidia.com/en-us/data-center/v100/"},
+	{"V100 SXM2 and PCIe (16/32 GB)", []string{"V100"}, nil, 900e9, "https://www.nvidia.com/en-us/data-center/v100/"},
+}
+
+const a100Datasheet = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
+
+// Lookup returns the table row for a dcgm-exporter modelName.
+func Lookup(model string) (GPU, bool) {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToUpper(model), func(r rune) bool {
+		return r == ' ' || r == '-' || r == '_' || r == '\t'
+	}) {
+		words[w] = true
+	}
+	for _, g := range GPUs {
+		if allOf(words, g.Match) && !anyOf(words, g.Not) {
+			return g, true
 		}
+	}
+	return GPU{}, false
+}
+
+func allOf(words map[string]bool, ws []string) bool {
+	for _, w := range ws {
+		if !words[w] {
+			return false
+		}
+	}
+	return true
+}
+
+func anyOf(words map[string]bool, ws []string) bool {
+	for _, w := range ws {
+		if words[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// PeakBandwidth returns a GPU model's peak memory bandwidth in bytes/s, or NaN.
+func PeakBandwidth(model string) float64 {
+	if g, ok := Lookup(model); ok {
+		return g.Bandwidth
 	}
 	return math.NaN()
 }
@@ -83,7 +161,8 @@ func PeakBandwidth(model string) float64 {
 // its; with several, a GPU joins the target whose pod and namespace labels it
 // shares (grouping by pod puts them on targets), else the target whose
 // instance host matches its Hostname label. peaks overrides the bandwidth
-// table by exact modelName. It returns one note per GPU it could not join.
+// table by exact modelName. It returns one note per GPU it could not join
+// and one per GPU model whose bandwidth it does not know.
 func Attach(w *window.Window, evs []*evidence.Evidence, peaks map[string]float64) []string {
 	if len(evs) == 0 {
 		return nil
@@ -113,10 +192,29 @@ func Attach(w *window.Window, evs []*evidence.Evidence, peaks map[string]float64
 		}
 	}
 	sort.Strings(notes)
+	unknown := map[string]bool{}
 	for _, e := range evs {
-		attachOne(w, e, owner, peaks)
+		attachOne(w, e, owner, peaks, unknown)
+	}
+	models := make([]string, 0, len(unknown))
+	for m := range unknown {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, m := range models {
+		notes = append(notes, UnknownNote(m))
 	}
 	return notes
+}
+
+// UnknownNote says that a GPU model's peak bandwidth is unknown and how to
+// give it.
+func UnknownNote(model string) string {
+	if strings.TrimSpace(model) == "" {
+		return "DCGM series carry no modelName label, so the GPUs' peak memory bandwidth, achieved bandwidth and decode floor are unknown"
+	}
+	return fmt.Sprintf("GPU model %q is not in llmdoctor's bandwidth table, so its peak memory bandwidth, achieved bandwidth and decode floor are unknown: "+
+		"give its peak in bytes/s in llmdoctor.yaml, e.g. gpus: {%q: {peak_bandwidth: 3.35e12}}", model, model)
 }
 
 func gpuKey(l window.Labels) string {
@@ -158,7 +256,7 @@ func join(l window.Labels, evs []*evidence.Evidence) *evidence.Evidence {
 	return nil
 }
 
-func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidence.Evidence, peaks map[string]float64) {
+func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidence.Evidence, peaks map[string]float64, unknown map[string]bool) {
 	r := &e.Values.Resource
 	mine := func(l window.Labels) bool { return owner[gpuKey(l)] == e }
 	series := map[string]evidence.Series{}
@@ -199,7 +297,8 @@ func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidenc
 		r.FBUsed = evidence.Summarise(ratio)
 		e.Cite("resource.fb_used", evidence.Source{Metric: "derived", From: w.From, Note: "DCGM_FI_DEV_FB_USED ÷ (FB_USED + FB_FREE)"})
 	}
-	// Count this target's GPUs and look up their peak bandwidth.
+	// Count this target's GPUs and look up their peak bandwidth; with mixed
+	// models the slowest bounds a tensor-parallel step.
 	n, peak := 0, math.NaN()
 	seen := map[string]bool{}
 	for _, m := range Catalogue {
@@ -211,9 +310,14 @@ func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidenc
 				}
 				seen[k] = true
 				n++
-				if p, ok := peaks[g.Labels["modelName"]]; ok && p > 0 {
-					peak = p
-				} else if p := PeakBandwidth(g.Labels["modelName"]); evidence.Present(p) {
+				model := g.Labels["modelName"]
+				p, ok := peaks[model]
+				if !ok || p <= 0 {
+					p = PeakBandwidth(model)
+				}
+				if !evidence.Present(p) {
+					unknown[model] = true
+				} else if !evidence.Present(peak) || p < peak {
 					peak = p
 				}
 			}
