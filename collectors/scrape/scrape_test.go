@@ -25,7 +25,7 @@ func mustParse(t *testing.T, s string) *Snapshot {
 	return snap
 }
 
-func TestParseKeepsEnginesSkipsCreatedAndReadsNaN(t *testing.T) {
+func TestParseKeepsEnginesSkipsCreatedAndWithholdsNaN(t *testing.T) {
 	data, _ := os.ReadFile("testdata/two-engines.prom")
 	s := mustParse(t, string(data))
 	if n := len(s.Gauges["vllm:num_requests_waiting"]); n != 2 {
@@ -43,9 +43,10 @@ func TestParseKeepsEnginesSkipsCreatedAndReadsNaN(t *testing.T) {
 	if v.Service.Waiting.Last != 8 {
 		t.Errorf("waiting summed over engines: got %v, want 8", v.Service.Waiting.Last)
 	}
-	// NaN on engine 0 is a missing point, not a poisoned sum.
-	if v.Resource.KVUsage.Last != 0.5 {
-		t.Errorf("kv usage with one NaN engine: got %v, want 0.5", v.Resource.KVUsage.Last)
+	// NaN on engine 0: the other engine's 0.5 would pass for the model's
+	// usage, so the family is withheld and named, not averaged over half.
+	if !math.IsNaN(v.Resource.KVUsage.Last) || !strings.Contains(ev[0].Inconsistent("resource.kv_usage.last"), "vllm:kv_cache_usage_perc") {
+		t.Errorf("kv usage with one NaN engine: got %v, inconsistencies %+v", v.Resource.KVUsage.Last, ev[0].Inconsistencies)
 	}
 	if v.Stage.Queue.Count != 6 || v.Stage.Queue.Mean != 0.5 {
 		t.Errorf("queue histogram summed over engines: count %v mean %v", v.Stage.Queue.Count, v.Stage.Queue.Mean)
@@ -249,16 +250,27 @@ func FuzzParse(f *testing.F) {
 	f.Add(data)
 	f.Add([]byte("# TYPE vllm:x counter\nvllm:x_total 1\n# EOF\n"))
 	f.Add([]byte("<html>"))
+	// Readings at two times, an untyped histogram, a duplicate, a NaN.
+	f.Add([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 3 1000\nvllm:num_requests_running{model_name=\"m\"} 5 2000\n"))
+	f.Add([]byte("vllm:time_to_first_token_seconds_bucket{le=\"0.1\",model_name=\"m\"} 5\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 8\nvllm:time_to_first_token_seconds_sum{model_name=\"m\"} NaN\n"))
+	f.Add([]byte("# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.7\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s, err := Parse(in, "")
+		ss, err := ParseSeries(in, "")
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)
 			}
 			return
 		}
-		// Whatever parsed must turn into evidence without panicking.
-		w := Window([]*Snapshot{s, s}, "", "fuzz")
+		// Whatever parsed must turn into evidence without panicking, and a
+		// withheld family must not reach the window.
+		w := Window(append(ss, ss[len(ss)-1]), "", "fuzz")
+		for name := range w.Withheld {
+			if len(w.Counters[name])+len(w.Gauges[name])+len(w.Histograms[name])+len(w.Infos[name]) > 0 {
+				t.Fatalf("withheld %s still in the window", name)
+			}
+		}
+		_ = Consistent(ss, nil)
 		vllm.Build(w, vllm.Options{})
 	})
 }

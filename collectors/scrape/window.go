@@ -1,8 +1,11 @@
 package scrape
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
@@ -102,7 +105,170 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 			w.Infos[name] = append(w.Infos[name], window.Info{Labels: label(l)})
 		}
 	}
+	integrity(w, snaps)
 	return w
+}
+
+// integrity withholds what the snapshots cannot vouch for and says what
+// happened between them: families read but not trusted, families present at
+// one end of the window only, counter resets and restarts.
+func integrity(w *window.Window, snaps []*Snapshot) {
+	for _, s := range snaps {
+		for _, name := range sortedSet(boolKeys(s.Withheld)) {
+			w.Withhold(name, s.Withheld[name])
+		}
+	}
+	first, last := snaps[0], snaps[len(snaps)-1]
+	if len(snaps) > 1 && len(first.Declared) > 0 && len(last.Declared) > 0 {
+		// Families of labelled series appear on first use (no request had
+		// finished with that reason yet), but a gauge is always there: one
+		// missing at the start means the first reading was cut short, and
+		// then nothing missing from it can be counted from zero.
+		cutStart := false
+		for name := range last.Gauges {
+			if !first.Declared[name] {
+				cutStart = true
+			}
+		}
+		for _, name := range sortedSet(union(first.Declared, last.Declared)) {
+			switch {
+			case first.Declared[name] && !last.Declared[name]:
+				w.Withhold(name, "present at the start of the window and missing at its end (a truncated file, or an exporter that restarted): what it counted over the window is unknown")
+			case !first.Declared[name] && last.Declared[name] && cutStart:
+				w.Withhold(name, "missing at the start of the window, whose reading lacks gauges the end has (a truncated file, or another server): its totals since start cannot stand for the window")
+			}
+		}
+	}
+	var resets []string
+	for _, name := range sortedSet(boolKeys(countersAndHists(w))) {
+		n := 0
+		for _, c := range w.Counters[name] {
+			n += c.Resets
+		}
+		for _, h := range w.Histograms[name] {
+			n += h.Resets
+		}
+		if n > 0 {
+			resets = append(resets, fmt.Sprintf("%s (%d)", name, n))
+		}
+	}
+	if len(resets) > 0 {
+		w.Notes = append(w.Notes, fmt.Sprintf("counters fell during the window, so the server restarted: %s; increases are counted across the restart as Prometheus does",
+			strings.Join(resets, ", ")))
+	}
+	for i := 1; i < len(snaps); i++ {
+		if a, b := snaps[i-1].ProcessStart, snaps[i].ProcessStart; a > 0 && b > a {
+			w.Notes = append(w.Notes, fmt.Sprintf("the server restarted during the window (its process started again at %s)",
+				time.Unix(int64(b), 0).UTC().Format(time.RFC3339)))
+		}
+	}
+}
+
+// Consistent refuses snapshots that cannot make one window: given newest
+// first (every counter falls while the process is the same), or from
+// servers whose configuration differs (cache_config_info changed).
+func Consistent(snaps []*Snapshot, names []string) error {
+	name := func(i int) string {
+		if i < len(names) {
+			return names[i]
+		}
+		return fmt.Sprintf("reading %d", i+1)
+	}
+	for i := 1; i < len(snaps); i++ {
+		a, b := snaps[i-1], snaps[i]
+		if a.ProcessStart > 0 && b.ProcessStart > 0 && b.ProcessStart < a.ProcessStart {
+			return fmt.Errorf("%s was taken from an older server process than %s before it: give the snapshots oldest first", name(i), name(i-1))
+		}
+		rose, fell := 0, 0
+		for fam, series := range a.Counters {
+			for key, c := range series {
+				if d, ok := b.Counters[fam][key]; ok && d.value != c.value {
+					if d.value > c.value {
+						rose++
+					} else {
+						fell++
+					}
+				}
+			}
+		}
+		for fam, series := range a.Histograms {
+			for key, h := range series {
+				if d, ok := b.Histograms[fam][key]; ok && d.count != h.count && !math.IsNaN(d.count) && !math.IsNaN(h.count) {
+					if d.count > h.count {
+						rose++
+					} else {
+						fell++
+					}
+				}
+			}
+		}
+		if fell > 0 && rose == 0 && a.ProcessStart == b.ProcessStart {
+			why := "give the snapshots oldest first"
+			if a.ProcessStart == 0 {
+				why = "they look newest-first (give the oldest first), or the server restarted between them (diagnose each alone)"
+			}
+			return fmt.Errorf("every counter that moved fell from %s to %s: %s", name(i-1), name(i), why)
+		}
+	}
+	return SameConfig(snaps, names)
+}
+
+// SameConfig refuses readings of servers configured differently: a window
+// across them would blend two servers.
+func SameConfig(snaps []*Snapshot, names []string) error {
+	for i := 1; i < len(snaps); i++ {
+		if x, y := configOf(snaps[i-1]), configOf(snaps[i]); x != "" && y != "" && x != y {
+			a, b := fmt.Sprintf("reading %d", i), fmt.Sprintf("reading %d", i+1)
+			if i < len(names) {
+				a, b = names[i-1], names[i]
+			}
+			return fmt.Errorf("%s and %s come from servers configured differently (cache_config_info %s, then %s): a window across them would blend two servers; diagnose each alone",
+				a, b, x, y)
+		}
+	}
+	return nil
+}
+
+// configOf summarises the cache configuration a snapshot states.
+func configOf(s *Snapshot) string {
+	var parts []string
+	for _, infos := range s.Infos {
+		for _, l := range infos {
+			parts = append(parts, fmt.Sprintf("{model %s engine %s blocks %s × %s}", l["model_name"], l["engine"], l["num_gpu_blocks"], l["block_size"]))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func boolKeys[T any](m map[string]T) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func union(a, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+func countersAndHists(w *window.Window) map[string]bool {
+	out := map[string]bool{}
+	for k := range w.Counters {
+		out[k] = true
+	}
+	for k := range w.Histograms {
+		out[k] = true
+	}
+	return out
 }
 
 // steps returns each step's bucket increase for one series, nil where the
@@ -248,6 +414,9 @@ func Merge(ws []*window.Window) *window.Window {
 		}
 		out.From += w.From
 		out.Notes = append(out.Notes, w.Notes...)
+		for k, v := range w.Withheld {
+			out.Withhold(k, v)
+		}
 		for k, v := range w.Counters {
 			out.Counters[k] = append(out.Counters[k], v...)
 		}
@@ -260,6 +429,11 @@ func Merge(ws []*window.Window) *window.Window {
 		for k, v := range w.Infos {
 			out.Infos[k] = append(out.Infos[k], v...)
 		}
+	}
+	// A family untrusted on one server is left out for all: a partial sum
+	// would pass for the whole.
+	for k, v := range out.Withheld {
+		out.Withhold(k, v)
 	}
 	return out
 }

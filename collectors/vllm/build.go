@@ -121,6 +121,7 @@ var infoName = ByKey(CacheConfig).Names[0]
 func emptyLike(w *window.Window) *window.Window {
 	n := window.New()
 	n.Start, n.End, n.Length, n.Cumulative, n.Points, n.From = w.Start, w.End, w.Length, w.Cumulative, w.Points, w.From
+	n.Withheld = w.Withheld
 	return n
 }
 
@@ -429,6 +430,17 @@ func buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Eviden
 	return b.e
 }
 
+// withheld names evidence whose family was read but not trusted, so rules
+// that need it say why instead of asking the user to export it.
+func (b *builder) withheld(key string, paths ...string) {
+	for _, n := range ByKey(key).Names {
+		if why, ok := b.w.Withheld[n]; ok {
+			b.e.AddInconsistency(evidence.Inconsistency{Check: "exposition", Fields: paths, Note: n + ": " + why})
+			return
+		}
+	}
+}
+
 func (b *builder) cite(path, name string) {
 	b.e.Cite(path, evidence.Source{Metric: name, From: b.w.From})
 }
@@ -556,6 +568,7 @@ func (b *builder) dist(key, path string) evidence.Dist {
 		P95: math.NaN(), P99: math.NaN(), Max: math.NaN()}
 	buckets, sum, count, name := b.sumHist(key)
 	if name == "" {
+		b.withheld(key, path)
 		return d
 	}
 	d.Count = count
@@ -579,6 +592,7 @@ func (b *builder) dist(key, path string) evidence.Dist {
 func (b *builder) series(key, path string, match ...string) evidence.Series {
 	name, ok := present(b.w, ByKey(key))
 	if !ok {
+		b.withheld(key, path)
 		return evidence.Summarise(nil)
 	}
 	// Point by point: counts add up across engines and instances, ratios
@@ -618,6 +632,7 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 func (b *builder) counter(key, path string) (float64, bool) {
 	name, ok := present(b.w, ByKey(key))
 	if !ok {
+		b.withheld(key, path)
 		return 0, false
 	}
 	var inc float64
@@ -670,15 +685,28 @@ func (b *builder) finished(secs float64) {
 func (b *builder) cacheConfig() {
 	name, ok := present(b.w, ByKey(CacheConfig))
 	if !ok {
+		b.withheld(CacheConfig, "cond.kv_capacity_tokens", "cond.gpu_blocks", "cond.block_size", "cond.prefix_caching", "cond.gpu_memory_utilization")
 		return
 	}
 	c := &b.v.Cond
 	var blocksTotal, capTotal float64
 	seen := 0
+	engines := map[string]string{}
 	for _, in := range b.w.Infos[name] {
 		if !matches(b.sel, in.Labels, true) {
 			continue
 		}
+		// One engine stating two configurations in one window changed
+		// configuration within it: adding both would blend two servers.
+		eng := in.Labels["instance"] + "/" + in.Labels["engine"]
+		cfg := in.Labels["num_gpu_blocks"] + " blocks × " + in.Labels["block_size"]
+		if prev, ok := engines[eng]; ok && prev != cfg {
+			b.e.AddInconsistency(evidence.Inconsistency{Check: "exposition",
+				Fields: []string{"cond.kv_capacity_tokens", "cond.gpu_blocks", "cond.block_size"},
+				Note:   fmt.Sprintf("%s states two configurations for one engine within the window (%s, then %s): the server was reconfigured, so its KV capacity is withheld", name, prev, cfg)})
+			return
+		}
+		engines[eng] = cfg
 		seen++
 		bs := parseNum(in.Labels["block_size"])
 		nb := parseNum(in.Labels["num_gpu_blocks"])

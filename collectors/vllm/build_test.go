@@ -165,3 +165,18 @@ func TestMeanOutsideItsBucketsIsWithheld(t *testing.T) {
 		})
 	}
 }
+
+// A window in which an engine was reconfigured (Prometheus keeps both
+// cache_config_info series): KV capacity is withheld, not the sum of both.
+func TestReconfiguredEngineWithholdsCapacity(t *testing.T) {
+	w := win()
+	for _, blocks := range []string{"27000", "9000"} {
+		w.Infos["vllm:cache_config_info"] = append(w.Infos["vllm:cache_config_info"], window.Info{Labels: window.Labels{
+			"engine": "0", "num_gpu_blocks": blocks, "block_size": "16"}})
+	}
+	w.Gauges["vllm:num_requests_running"] = []window.Gauge{gauge(3, window.Labels{"model_name": "m", "engine": "0"})}
+	e := Build(w, Options{})[0]
+	if !math.IsNaN(e.Values.Cond.KVCapacityTokens) || e.Inconsistent("cond.kv_capacity_tokens") == "" {
+		t.Fatalf("capacity %v, inconsistencies %+v", e.Values.Cond.KVCapacityTokens, e.Inconsistencies)
+	}
+}

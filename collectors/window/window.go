@@ -87,6 +87,24 @@ type Window struct {
 	From string
 	// Notes are things the collector could not read, one line each.
 	Notes []string
+	// Withheld are families read but not trusted (duplicated, corrupt,
+	// missing at one end), by exposed name, with why: the evidence they
+	// would give is named as inconsistent, never computed.
+	Withheld map[string]string
+}
+
+// Withhold records a family as untrusted and drops what was read of it.
+func (w *Window) Withhold(name, why string) {
+	if w.Withheld == nil {
+		w.Withheld = map[string]string{}
+	}
+	if _, ok := w.Withheld[name]; !ok {
+		w.Withheld[name] = why
+	}
+	delete(w.Counters, name)
+	delete(w.Gauges, name)
+	delete(w.Histograms, name)
+	delete(w.Infos, name)
 }
 
 // New returns an empty window.

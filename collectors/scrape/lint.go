@@ -1,0 +1,200 @@
+package scrape
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
+
+// What an exposition may not hold, checked as it is read: a family with any
+// of these is withheld (named, never summed or summarised), so no number in
+// a report is computed from it.
+
+// finite reports a real, non-negative number: every vLLM and DCGM value is a
+// count, a duration, a ratio or a physical quantity.
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) && x >= 0 }
+
+// lintHistogram says what is wrong with one histogram series, or "".
+func lintHistogram(h histSample, hasSum, hasCount bool) string {
+	if hasSum && !finite(h.sum) {
+		return fmt.Sprintf("_sum is %g", h.sum)
+	}
+	if hasCount && !finite(h.count) {
+		return fmt.Sprintf("_count is %g", h.count)
+	}
+	prev := 0.0
+	for _, b := range h.buckets {
+		if !finite(b.Count) {
+			return fmt.Sprintf("bucket le=%g holds %g", b.UpperBound, b.Count)
+		}
+		// Cumulative buckets never fall; a float's last bits may.
+		if b.Count < prev*(1-1e-9)-1e-9 {
+			return fmt.Sprintf("bucket le=%g holds %g, fewer than the bucket below it (%g): buckets must be cumulative", b.UpperBound, b.Count, prev)
+		}
+		prev = b.Count
+	}
+	if hasCount && window.HasInf(h.buckets) {
+		inf := h.buckets[len(h.buckets)-1].Count
+		if math.Abs(inf-h.count) > 1e-9*math.Max(1, h.count) {
+			return fmt.Sprintf("_count %g differs from the +Inf bucket %g", h.count, inf)
+		}
+	}
+	return ""
+}
+
+// untypedParts collects samples of known vLLM histograms exposed without a
+// TYPE line (a paste cut inside a family, grep output): expfmt reads them as
+// untyped families named _bucket, _sum and _count.
+type untypedParts map[string]map[string]*histSample // base name → series key → parts
+
+func (u untypedParts) add(mf *dto.MetricFamily) bool {
+	name := mf.GetName()
+	var base, part string
+	for _, suf := range []string{"_bucket", "_sum", "_count"} {
+		if strings.HasSuffix(name, suf) {
+			base, part = strings.TrimSuffix(name, suf), suf
+		}
+	}
+	if base == "" || mf.GetType() != dto.MetricType_UNTYPED {
+		return false
+	}
+	if m, ok := vllm.Known(base); !ok || m.Kind != vllm.Histogram {
+		return false
+	}
+	for _, met := range mf.GetMetric() {
+		l := labelsOf(met)
+		le, hasLE := l["le"]
+		delete(l, "le")
+		key := l.Key()
+		if u[base] == nil {
+			u[base] = map[string]*histSample{}
+		}
+		h := u[base][key]
+		if h == nil {
+			h = &histSample{labels: l, sum: math.NaN(), count: math.NaN()}
+			u[base][key] = h
+		}
+		v := scalar(met)
+		switch {
+		case part == "_bucket" && hasLE:
+			ub, err := parseLE(le)
+			if err != nil {
+				continue
+			}
+			h.buckets = append(h.buckets, window.Bucket{UpperBound: ub, Count: v})
+		case part == "_sum":
+			h.sum = v
+		case part == "_count":
+			h.count = v
+		}
+	}
+	return true
+}
+
+func parseLE(s string) (float64, error) {
+	if s == "+Inf" {
+		return math.Inf(1), nil
+	}
+	var x float64
+	_, err := fmt.Sscan(s, &x)
+	return x, err
+}
+
+// histograms turns the collected parts into histogram samples.
+func (u untypedParts) histograms() map[string]map[string]histSample {
+	out := map[string]map[string]histSample{}
+	for base, series := range u {
+		for key, h := range series {
+			sort.Slice(h.buckets, func(i, j int) bool { return h.buckets[i].UpperBound < h.buckets[j].UpperBound })
+			if math.IsNaN(h.count) && window.HasInf(h.buckets) {
+				h.count = h.buckets[len(h.buckets)-1].Count
+			}
+			put(out, base, key, *h)
+		}
+	}
+	return out
+}
+
+// splitByTime splits a text exposition whose samples carry several
+// timestamps (an OpenMetrics backfill, a recording) into one document per
+// timestamp, each with every comment line, oldest first. It returns nil for
+// an exposition with one reading. The text parser cannot do this itself: it
+// folds a histogram's lines into one series whatever their timestamps.
+func splitByTime(data []byte) (times []int64, docs [][]byte, unstamped int) {
+	lines := bytes.Split(data, []byte("\n"))
+	stamp := make([]int64, len(lines))
+	seen := map[int64]bool{}
+	for i, l := range lines {
+		stamp[i] = -1
+		t := bytes.TrimSpace(l)
+		if len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		line := string(t)
+		end := labelsEnd(line)
+		if end < 0 {
+			continue // the parser names the broken line
+		}
+		f := strings.Fields(line[end:])
+		if len(f) != 2 {
+			unstamped++
+			continue
+		}
+		ms, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		stamp[i] = ms
+		if !seen[ms] {
+			seen[ms] = true
+			times = append(times, ms)
+		}
+	}
+	if len(times) < 2 {
+		return nil, nil, 0
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	index := map[int64]int{}
+	for i, t := range times {
+		index[t] = i
+	}
+	bufs := make([]bytes.Buffer, len(times))
+	for i, l := range lines {
+		t := bytes.TrimSpace(l)
+		switch {
+		case len(t) > 0 && t[0] == '#':
+			for k := range bufs {
+				bufs[k].Write(l)
+				bufs[k].WriteByte('\n')
+			}
+		case stamp[i] >= 0:
+			b := &bufs[index[stamp[i]]]
+			b.Write(l)
+			b.WriteByte('\n')
+		}
+	}
+	docs = make([][]byte, len(bufs))
+	for k := range bufs {
+		docs[k] = bufs[k].Bytes()
+	}
+	return times, docs, unstamped
+}
+
+// known finds the catalogue entry of a family llmdoctor reads.
+func known(name string) (vllm.Metric, bool) {
+	if m, ok := vllm.Known(name); ok {
+		return m, true
+	}
+	if dcgmKnown(name) {
+		return vllm.Metric{Key: name, Kind: vllm.Gauge}, true
+	}
+	return vllm.Metric{}, false
+}
