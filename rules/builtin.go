@@ -3,6 +3,7 @@ package rules
 import (
 	"embed"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -70,9 +71,23 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %v", err)
 	}
-	var c Config
+	return ParseConfig(path, data)
+}
+
+// ParseConfig reads llmdoctor.yaml from data; name labels its errors.
+func ParseConfig(name string, data []byte) (*Config, error) {
+	// Knobs left out stay NaN through decoding, so that an explicit 0 can be
+	// told from an absent key and refused.
+	c := Config{MinSamples: math.NaN(), MinGaugeSamples: math.NaN(), MinShare: math.NaN()}
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("%s: %s", path, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
+		return nil, fmt.Errorf("%s: %s", name, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
+	}
+	for _, k := range c.knobs() {
+		if math.IsNaN(*k.v) {
+			*k.v = 0
+		} else if *k.v == 0 {
+			return nil, &ConfigError{File: name, Key: k.key, Kind: BadValue, Problem: "0 is out of range: want " + k.want}
+		}
 	}
 	return &c, nil
 }

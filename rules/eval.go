@@ -454,37 +454,53 @@ func (c *Config) suppressed(id string, t evidence.Target) string {
 	return ""
 }
 
-// Validate checks the config against the rule set: unknown rule ids, unknown
-// params, bad severities, suppressions without a reason or with a bad date.
-func (c *Config) Validate(s *Set) error {
-	for id, o := range c.Rules {
-		r, ok := s.Get(id)
+// Validate checks the config against the rules a run knows (diagnosis
+// rules, checklist items): unknown rule ids and params, bad severities,
+// numbers out of range, suppressions without a reason or with a bad date.
+// Its errors are *ConfigError.
+func (c *Config) Validate(sets ...*Set) error {
+	find := func(id string) (*Rule, bool) {
+		for _, s := range sets {
+			if r, ok := s.Get(id); ok {
+				return r, true
+			}
+		}
+		return nil, false
+	}
+	for _, id := range sortedKeys(c.Rules) {
+		o := c.Rules[id]
+		r, ok := find(id)
 		if !ok {
-			return fmt.Errorf("config: rules.%s: no such rule (see llmdoctor rules list)", id)
+			return &ConfigError{Key: "rules." + id, Kind: UnknownRule, Rule: id, Problem: "no such rule"}
 		}
 		if o.Severity != "" {
 			if _, err := ParseSeverity(o.Severity); err != nil {
-				return fmt.Errorf("config: rules.%s: %v", id, err)
+				return &ConfigError{Key: "rules." + id, Kind: BadSeverity, Rule: id, Problem: err.Error()}
 			}
 		}
-		for p := range o.Params {
+		for _, p := range sortedKeys(o.Params) {
 			if _, ok := r.Params[p]; !ok {
-				return fmt.Errorf("config: rules.%s.params.%s: the rule has no such param (it has %v)", id, p, keysOf(r.Params))
+				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: UnknownParam, Rule: id,
+					Problem: fmt.Sprintf("the rule has no such param (it has %v)", keysOf(r.Params))}
 			}
 		}
 	}
+	if err := c.checkValues(find); err != nil {
+		return err
+	}
 	for i := range c.Suppress {
 		sp := &c.Suppress[i]
-		if _, ok := s.Get(sp.Rule); !ok {
-			return fmt.Errorf("config: suppress[%d]: no such rule %q", i, sp.Rule)
+		key := fmt.Sprintf("suppress[%d]", i)
+		if _, ok := find(sp.Rule); !ok {
+			return &ConfigError{Key: key, Kind: UnknownRule, Rule: sp.Rule, Problem: fmt.Sprintf("no such rule %q", sp.Rule)}
 		}
 		if sp.Reason == "" {
-			return fmt.Errorf("config: suppress[%d] (%s): a suppression needs a reason", i, sp.Rule)
+			return &ConfigError{Key: key + " (" + sp.Rule + ")", Kind: NoReason, Rule: sp.Rule, Problem: "a suppression needs a reason"}
 		}
 		if sp.Until != "" {
 			t, err := time.Parse("2006-01-02", sp.Until)
 			if err != nil {
-				return fmt.Errorf("config: suppress[%d] (%s): until must be a date like 2026-12-31", i, sp.Rule)
+				return &ConfigError{Key: key + " (" + sp.Rule + ")", Kind: BadDate, Rule: sp.Rule, Problem: "until must be a date like 2026-12-31"}
 			}
 			sp.until = t.Add(24*time.Hour - time.Nanosecond)
 		}

@@ -33,6 +33,8 @@ type TestResult struct {
 	Rule, File string
 	Want, Got  Outcome
 	Err        string
+	// Missing, when the case was insufficient, is what the rule lacked.
+	Missing []Missing
 }
 
 // OK reports a pass.
@@ -106,6 +108,9 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 			continue
 		}
 		tr.Got = res.Outcome
+		if res.Outcome == Insufficient {
+			tr.Missing = res.Missing
+		}
 		if res.Outcome == Fired {
 			for _, want := range fx.Message {
 				if !strings.Contains(res.Message, want) {

@@ -86,7 +86,7 @@ func names[T any](m map[string]T) string {
 func lookupGPU(name string) (GPU, error) {
 	g, ok := GPUs[name]
 	if !ok {
-		return GPU{}, fmt.Errorf("unknown gpu %q (have %s)", name, names(GPUs))
+		return GPU{}, fmt.Errorf("unknown GPU %q; known: %s", name, names(GPUs))
 	}
 	return g, nil
 }
@@ -94,7 +94,7 @@ func lookupGPU(name string) (GPU, error) {
 func lookupModel(name string) (Model, error) {
 	m, ok := Models[name]
 	if !ok {
-		return Model{}, fmt.Errorf("unknown model %q (have %s)", name, names(Models))
+		return Model{}, fmt.Errorf("unknown model %q; known: %s", name, names(Models))
 	}
 	return m, nil
 }

@@ -128,7 +128,8 @@ func TestBuiltinScenariosLoadAndFit(t *testing.T) {
 
 func TestScenarioErrors(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"name: x\nmodel: llama-8b\ngpu: B9000\nworkload: {rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", "unknown gpu"},
+		{"name: x\nmodel: llama-8b\ngpu: B9000\nworkload: {rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", "unknown GPU \"B9000\"; known: "},
+		{"name: x\nmodel: llama-9b\ngpu: L4\nworkload: {rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", "unknown model \"llama-9b\"; known: "},
 		{"name: x\nmodel: llama-70b\ngpu: L4\nworkload: {rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", ""},
 		{"name: x\nmodel: llama-8b\ngpu: L4\nworkload: {rate: 0, prompt: {mean: 10}, output: {mean: 10}}\n", "rate must be positive"},
 		{"name: x\nmodel: llama-8b\ngpu: H100-SXM\nworkload: {rate: 1, prompt: {dist: zipf}, output: {mean: 10}}\n", "unknown dist"},

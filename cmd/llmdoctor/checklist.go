@@ -31,13 +31,14 @@ func newChecklist() *cobra.Command {
 			"counts as a pass; with --strict it fails the gate.",
 		Example: "  llmdoctor checklist --bench run.json --slo ttft_p99=2s,itl_p99=100ms\n" +
 			"  llmdoctor checklist --prom http://prometheus:9090 --bench run.json --format junit > checklist.xml",
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error { return o.stdinUses() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			outs, err := parseOutputs(o.format, o.outputs, "text", "json", "markdown", "junit")
 			if err != nil {
 				return err
 			}
-			_, cfg, err := loadRules(o.configPath, nil)
+			_, cfg, err := loadRulesFlag(o.configPath, nil)
 			if err != nil {
 				return err
 			}
@@ -58,6 +59,9 @@ func newChecklist() *cobra.Command {
 				return &exitError{2, err.Error()}
 			}
 			cl := RunChecklist(w, sources, set, cfg, vllm.Options{GroupBy: o.groupBy}, strict, reqs...)
+			if len(cl.Targets) == 0 {
+				return nothingDiagnosed(w, o.groupBy)
+			}
 			if err := writeOutputs(cmd.OutOrStdout(), outs, o.color, func(f string, w io.Writer, opt report.TextOptions) error {
 				switch f {
 				case "json":
@@ -80,7 +84,7 @@ func newChecklist() *cobra.Command {
 	f := c.Flags()
 	o.addSourceFlags(f)
 	addOutputFlags(f, &o.format, &o.outputs, &o.color, "text, json, markdown or junit")
-	f.StringVar(&o.configPath, "config", "", "config file (min_samples, models, gpus)")
+	f.StringVar(&o.configPath, "config", "", "config file (min_samples, models, gpus; - for stdin)")
 	f.StringVar(&slo, "slo", "", "SLO gates, e.g. ttft_p99=2s,itl_p99=100ms,e2e_p99=30s,tpot_p99=80ms")
 	f.BoolVar(&strict, "strict", false, "fail the gate when an item cannot be checked")
 	return c

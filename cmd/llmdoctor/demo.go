@@ -51,11 +51,14 @@ func newDemo() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			set, cfg, err := loadRules(configPath, rulesDirs)
+			if err := oneStdin(stdinUse{"--config", []string{configPath}}, stdinUse{"--scenario", []string{scenario}}); err != nil {
+				return err
+			}
+			set, cfg, err := loadRulesFlag(configPath, rulesDirs)
 			if err != nil {
 				return err
 			}
-			sc, err := sim.Load(scenario)
+			sc, err := loadScenario(scenario)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -72,7 +75,7 @@ func newDemo() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&scenario, "scenario", "queue-bound", "scenario name (see --list) or a scenario .yaml file")
+	f.StringVar(&scenario, "scenario", "queue-bound", "scenario name (see --list) or a scenario .yaml file (- for stdin)")
 	f.BoolVar(&list, "list", false, "list the built-in scenarios")
 	f.StringVar(&table, "table", "", "diagnose every scenario and write the scenario → verdict table to this file")
 	f.MarkHidden("table")
@@ -165,7 +168,7 @@ func newSim() *cobra.Command {
 		Short: "Serve a simulated vLLM server's /metrics (and /dcgm/metrics) for Prometheus or Grafana",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sc, err := sim.Load(scenario)
+			sc, err := loadScenario(scenario)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -196,7 +199,7 @@ func newSim() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&scenario, "scenario", "queue-bound", "scenario name or .yaml file")
+	c.Flags().StringVar(&scenario, "scenario", "queue-bound", "scenario name or .yaml file (- for stdin)")
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8000", "address to serve on")
 	c.Flags().Float64Var(&speed, "speed", 1, "virtual seconds per real second")
 	c.Flags().StringVar(&benchOut, "bench", "", "instead of serving, run the scenario and write its requests as vllm bench serve JSON")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,6 +30,7 @@ type diagnoseOpts struct {
 	prom             promFlags
 	vllmURLs         []string
 	dcgmURLs         []string
+	scrapeHeaders    []string
 	interval         time.Duration
 	duration         time.Duration
 	scrapes          int
@@ -59,8 +59,9 @@ func newDiagnose() *cobra.Command {
 			"  llmdoctor diagnose --vllm http://127.0.0.1:8000 --dcgm 127.0.0.1:9400 --duration 2m\n" +
 			"  llmdoctor diagnose --snapshot start.prom --snapshot end.prom --snapshot-interval 15m --format json\n" +
 			"  llmdoctor diagnose --log vllm.log --bench run.json",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
+		Args:    cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error { return o.stdinUses() },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
 	}
 	f := c.Flags()
 	o.addSourceFlags(f)
@@ -75,6 +76,7 @@ func (o *diagnoseOpts) addSourceFlags(f *pflag.FlagSet) {
 	o.prom.add(f)
 	f.StringArrayVar(&o.vllmURLs, "vllm", nil, "vLLM server to scrape (host:port or URL of /metrics); repeatable")
 	f.StringArrayVar(&o.dcgmURLs, "dcgm", nil, "dcgm-exporter to scrape alongside --vllm (host:port or URL); repeatable")
+	f.StringArrayVar(&o.scrapeHeaders, "vllm-header", nil, `extra request header "Name: value" for --vllm and --dcgm scrapes (e.g. "Authorization: Bearer …"); repeatable`)
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between scrapes with --vllm")
 	f.DurationVar(&o.duration, "duration", 60*time.Second, "how long to scrape with --vllm")
 	// A step-mode simulator's clock moves per scrape, not per second: a fixed
@@ -82,12 +84,12 @@ func (o *diagnoseOpts) addSourceFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.scrapes, "scrapes", 0, "with --vllm: stop after this many scrapes following the first instead of after --duration")
 	f.MarkHidden("scrapes")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
-	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file, oldest first; repeatable")
+	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file (- for stdin), oldest first; repeatable")
 	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
 	f.StringVar(&o.logFile, "log", "", "vLLM server log to read stats lines from (- for stdin)")
 	f.StringVar(&o.logModel, "log-model", "vllm (from log)", "model name for a --log target (logs do not say)")
-	f.StringArrayVar(&o.benchFiles, "bench", nil, "vllm bench serve result JSON (--save-result, ideally --save-detailed); repeatable")
-	f.StringArrayVar(&o.requestFiles, "requests", nil, "per-request JSONL or CSV (docs/requests.md); repeatable")
+	f.StringArrayVar(&o.benchFiles, "bench", nil, "vllm bench serve result JSON (--save-result, ideally --save-detailed; - for stdin); repeatable")
+	f.StringArrayVar(&o.requestFiles, "requests", nil, "per-request JSONL or CSV (docs/requests.md; - for stdin); repeatable")
 	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")
 }
 
@@ -104,7 +106,7 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	set, cfg, err := loadRules(o.configPath, o.rulesDirs)
+	set, cfg, err := loadRulesFlag(o.configPath, o.rulesDirs)
 	if err != nil {
 		return err
 	}
@@ -113,6 +115,9 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 		return err
 	}
 	d := Diagnose(w, sources, set, cfg, vllm.Options{GroupBy: o.groupBy}, reqs...)
+	if len(d.Targets) == 0 {
+		return nothingDiagnosed(w, o.groupBy)
+	}
 	if err := writeOutputs(stdout, outs, o.color, func(f string, w io.Writer, opt report.TextOptions) error {
 		switch f {
 		case "json":
@@ -129,9 +134,10 @@ func (o *diagnoseOpts) run(stdout io.Writer) error {
 	return nil
 }
 
-// gather reads every source the flags name: one metrics source (or none)
-// and any request-level files.
-func (o *diagnoseOpts) gather() (*window.Window, []advisor.Source, []requestSource, error) {
+// gatherSources reads every source the flags name: one metrics source (or
+// none) and any request-level files. Callers use gather, which masks
+// credentials in what this returns.
+func (o *diagnoseOpts) gatherSources() (*window.Window, []advisor.Source, []requestSource, error) {
 	given := 0
 	for _, n := range []int{len(o.vllmURLs), len(o.snapshots), len(o.prom.url), len(o.logFile)} {
 		if n > 0 {
@@ -153,6 +159,9 @@ func (o *diagnoseOpts) gather() (*window.Window, []advisor.Source, []requestSour
 	}
 	if o.interval <= 0 || o.duration < 0 || o.scrapes < 0 {
 		return nil, nil, nil, usageErr("--interval must be positive, --duration and --scrapes not negative")
+	}
+	if err := o.checkScrape(); err != nil {
+		return nil, nil, nil, err
 	}
 	var w *window.Window
 	var sources []advisor.Source
@@ -184,10 +193,14 @@ func (o *diagnoseOpts) scrapeLive() (*window.Window, []advisor.Source, error) {
 	for _, u := range append(append([]string{}, o.vllmURLs...), o.dcgmURLs...) {
 		urls = append(urls, scrape.MetricsURL(u))
 	}
+	client, err := o.scrapeClient()
+	if err != nil {
+		return nil, nil, err
+	}
 	s := &scrape.Scraper{URLs: urls, Interval: o.interval, Duration: o.duration, Scrapes: o.scrapes,
-		Client: &http.Client{Timeout: o.timeout}}
+		Client: client}
 	if isatty.IsTerminal(os.Stderr.Fd()) {
-		s.Progress = os.Stderr
+		s.Progress = redactWriter{os.Stderr, o.secrets()}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -196,12 +209,23 @@ func (o *diagnoseOpts) scrapeLive() (*window.Window, []advisor.Source, error) {
 		return nil, nil, &exitError{2, err.Error()}
 	}
 	var sources []advisor.Source
+	alive := 0
 	for i, u := range urls {
 		kind := "scrape"
 		if i >= len(o.vllmURLs) {
 			kind = "dcgm"
 		}
-		sources = append(sources, advisor.Source{Kind: kind, URL: u, OK: true})
+		src := advisor.Source{Kind: kind, URL: u, OK: s.Dead[i] == nil}
+		if s.Dead[i] != nil {
+			// One dead replica or exporter is named; the rest are diagnosed.
+			src.Error = s.Dead[i].Error()
+		} else if kind == "scrape" {
+			alive++
+		}
+		sources = append(sources, src)
+	}
+	if alive == 0 {
+		return nil, nil, &exitError{2, s.Dead[0].Error()}
 	}
 	return w, sources, nil
 }
@@ -348,20 +372,18 @@ func readRequestSources(bench, reqFiles []string) ([]requestSource, []advisor.So
 	var out []requestSource
 	var srcs []advisor.Source
 	read := func(path, kind string, fn func(io.Reader, string) (*requests.Accumulator, []string, error)) error {
-		f, err := os.Open(path)
+		f, name, err := openInput(path)
 		if err != nil {
 			return &exitError{2, fmt.Sprintf("--%s: %v", kind, err)}
 		}
 		defer f.Close()
-		acc, notes, err := fn(f, path)
+		acc, notes, err := fn(f, name)
 		if err != nil {
 			return &exitError{2, err.Error()}
 		}
-		out = append(out, requestSource{acc: acc, from: path})
-		src := advisor.Source{Kind: kind, Path: path, OK: true}
-		if len(notes) > 0 {
-			src.Error = strings.Join(notes, "; ")
-		}
+		out = append(out, requestSource{acc: acc, from: name})
+		src := advisor.Source{Kind: kind, Path: name, OK: true}
+		src.Notes, src.Rows, src.Skipped = notes, acc.Rows(), acc.Skipped()
 		srcs = append(srcs, src)
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/llmdoctor/llmdoctor/internal/redact"
 )
 
 // exitError carries an exit code and a one-line message.
@@ -33,14 +35,16 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
+	// Every error line passes the redaction: a URL in it shows no
+	// credentials, whichever command or flag it came from.
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(os.Stderr, "llmdoctor: "+ee.msg)
+			fmt.Fprintln(os.Stderr, "llmdoctor: "+redact.String(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "llmdoctor: "+err.Error())
+	fmt.Fprintln(os.Stderr, "llmdoctor: "+redact.String(err.Error()))
 	return 2
 }
 
@@ -55,6 +59,10 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Version = buildVersion()
+	root.SetVersionTemplate("llmdoctor {{.Version}}\n")
+	// Declared here, not left to cobra at run time, so the docs checks see it.
+	root.Flags().BoolP("version", "v", false, "print the module version and VCS revision")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see %s --help)", err, c.CommandPath())
 	})

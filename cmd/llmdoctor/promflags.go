@@ -31,7 +31,7 @@ func (p *promFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&p.end, "end", "", "with --prom: end of the window, RFC 3339 or Unix seconds (default now)")
 	f.DurationVar(&p.step, "step", 0, "with --prom: resolution of gauges over the window (default window/60, at least 15s)")
 	f.StringVar(&p.selector, "selector", "", `with --prom: label matchers added to every query, e.g. namespace="prod"`)
-	f.StringVar(&p.tokenFile, "prom-token-file", "", "file holding a bearer token (or set LLMDOCTOR_PROM_TOKEN)")
+	f.StringVar(&p.tokenFile, "prom-token-file", "", "file holding a bearer token (- for stdin; or set LLMDOCTOR_PROM_TOKEN)")
 	f.StringVar(&p.user, "prom-user", "", "basic-auth user; the password comes from LLMDOCTOR_PROM_PASSWORD")
 	f.StringVar(&p.ca, "prom-ca", "", "CA certificate (PEM) to verify the server")
 	f.StringVar(&p.cert, "prom-cert", "", "client certificate (PEM)")
@@ -61,7 +61,7 @@ func (p *promFlags) connection() (prom.Connection, error) {
 		Insecure: p.insecure, Timeout: p.timeout, Headers: map[string]string{}}
 	c.BearerToken = strings.TrimSpace(os.Getenv("LLMDOCTOR_PROM_TOKEN"))
 	if p.tokenFile != "" {
-		b, err := os.ReadFile(p.tokenFile)
+		b, err := readInput(p.tokenFile)
 		if err != nil {
 			return c, fmt.Errorf("--prom-token-file: %v", err)
 		}
@@ -85,8 +85,8 @@ func (p *promFlags) collect(groupBy []string) (*window.Window, []advisor.Source,
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	if p.window <= 0 {
-		return nil, nil, usageErr("--window must be positive")
+	if err := p.check(); err != nil {
+		return nil, nil, err
 	}
 	conn, err := p.connection()
 	if err != nil {
@@ -95,13 +95,13 @@ func (p *promFlags) collect(groupBy []string) (*window.Window, []advisor.Source,
 	c, err := prom.New(conn, prom.Options{Window: p.window, End: end, Step: p.step, Selector: p.selector,
 		GroupBy: groupBy, Parallel: p.parallel})
 	if err != nil {
-		return nil, nil, &exitError{2, err.Error()}
+		return nil, nil, p.explain(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	w, err := c.Collect(ctx)
 	if err != nil {
-		return nil, nil, &exitError{2, err.Error()}
+		return nil, nil, p.explain(err)
 	}
 	return w, []advisor.Source{{Kind: "prometheus", URL: conn.Redacted(), OK: true, Queries: c.Queries()}}, nil
 }

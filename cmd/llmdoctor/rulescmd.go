@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,11 +17,32 @@ import (
 func addOutputFlags(f *pflag.FlagSet, format *string, outputs *[]string, color *string, formats string) {
 	f.StringVar(format, "format", "text", "output format on stdout: "+formats)
 	f.StringArrayVar(outputs, "output", nil, "also write FORMAT=PATH (e.g. json=diagnosis.json); repeatable")
-	f.StringVar(color, "color", "auto", "colour: auto, always or never (NO_COLOR is honoured)")
+	*color = "auto"
+	f.Var(choice{color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
+}
+
+// choice is a string flag holding one of a fixed set of values: a typo is
+// refused when flags are parsed, not taken silently for the default.
+type choice struct {
+	v       *string
+	allowed []string
+}
+
+func (c choice) String() string { return *c.v }
+func (c choice) Type() string   { return "string" }
+
+func (c choice) Set(s string) error {
+	for _, a := range c.allowed {
+		if s == a {
+			*c.v = s
+			return nil
+		}
+	}
+	return fmt.Errorf("want %s or %s", strings.Join(c.allowed[:len(c.allowed)-1], ", "), c.allowed[len(c.allowed)-1])
 }
 
 func addRuleFlags(f *pflag.FlagSet, config *string, dirs *[]string) {
-	f.StringVar(config, "config", "", "config file (per-rule enabled, severity, params; suppressions); default ./llmdoctor.yaml if present")
+	f.StringVar(config, "config", "", "config file (per-rule enabled, severity, params; suppressions; - for stdin); default ./llmdoctor.yaml if present")
 	f.StringArrayVar(dirs, "rules", nil, "directory of extra rule files; repeatable")
 }
 
@@ -43,17 +65,49 @@ func loadRules(configPath string, dirs []string) (*rules.Set, *rules.Config, err
 	if configPath != "" {
 		cfg, err = rules.LoadConfig(configPath)
 		if err != nil {
-			return nil, nil, &exitError{2, err.Error()}
+			return nil, nil, configError(configPath, err)
 		}
-		if err := cfg.Validate(set); err != nil {
-			return nil, nil, &exitError{2, configPath + ": " + strings.TrimPrefix(err.Error(), "config: ")}
+		if err := validateConfig(configPath, cfg, set); err != nil {
+			return nil, nil, err
 		}
 	}
 	return set, cfg, nil
 }
 
+// validateConfig checks the config against every rule id a run knows: the
+// diagnosis rules in set and the checklist items.
+func validateConfig(name string, cfg *rules.Config, set *rules.Set) error {
+	items, err := rules.ChecklistItems()
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	return configError(name, cfg.Validate(set, items))
+}
+
+// configError words a config problem for the command line: the file, the
+// key, what is wrong and where to look.
+func configError(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *rules.ConfigError
+	if !errors.As(err, &ce) {
+		return &exitError{2, err.Error()}
+	}
+	c := *ce
+	if c.File == "" {
+		c.File = name
+	}
+	msg := c.Error()
+	if c.Kind == rules.UnknownRule {
+		msg += " (see llmdoctor rules list)"
+	}
+	return &exitError{2, msg}
+}
+
 func newRulesCmd() *cobra.Command {
 	var dirs []string
+	var verbose bool
 	c := &cobra.Command{Use: "rules", Short: "List, show, lint and test diagnosis rules"}
 	c.PersistentFlags().StringArrayVar(&dirs, "rules", nil, "directory of extra rule files; repeatable")
 
@@ -63,8 +117,12 @@ func newRulesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			items, err := checklistOnly(set)
+			if err != nil {
+				return err
+			}
 			w := cmd.OutOrStdout()
-			for _, r := range set.Rules {
+			for _, r := range append(append([]*rules.Rule{}, set.Rules...), items...) {
 				fmt.Fprintf(w, "%-32s %-8s %-20s %s\n", r.ID, r.Sev, r.Bottleneck, r.Title)
 			}
 			return nil
@@ -78,7 +136,13 @@ func newRulesCmd() *cobra.Command {
 			}
 			r, ok := set.Get(args[0])
 			if !ok {
-				return usageErr("no rule %q (see llmdoctor rules list)", args[0])
+				items, err := rules.ChecklistItems()
+				if err != nil {
+					return &exitError{2, err.Error()}
+				}
+				if r, ok = items.Get(args[0]); !ok {
+					return usageErr("no rule %q (see llmdoctor rules list)", args[0])
+				}
 			}
 			_, err = io.WriteString(cmd.OutOrStdout(), rules.Doc(r))
 			return err
@@ -104,12 +168,19 @@ func newRulesCmd() *cobra.Command {
 	test := &cobra.Command{Use: "test [DIR]", Short: "Run rule fixtures (fired, quiet, insufficient cases per rule)", Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var results []rules.TestResult
+			file := func(r *rules.Rule) string { return r.File }
 			if len(args) == 0 {
 				set, _, err := loadRules("-", nil)
 				if err != nil {
 					return err
 				}
-				results = rules.RunFixtures(set, set.Rules, rules.BuiltinFS, func(r *rules.Rule) string { return r.File })
+				results = rules.RunFixtures(set, set.Rules, rules.BuiltinFS, file)
+				items, err := rules.ChecklistItems()
+				if err != nil {
+					return &exitError{2, err.Error()}
+				}
+				only, _ := checklistOnly(set)
+				results = append(results, rules.RunFixtures(items, only, rules.BuiltinFS, file)...)
 			} else {
 				fsys := os.DirFS(args[0])
 				rs, err := rules.LoadFS(fsys, ".", false)
@@ -127,15 +198,13 @@ func newRulesCmd() *cobra.Command {
 			failed := 0
 			for _, r := range results {
 				if r.OK() {
-					fmt.Fprintf(w, "ok    %s\n", r.File)
+					if verbose {
+						fmt.Fprintf(w, "ok    %s\n", r.File)
+					}
 					continue
 				}
 				failed++
-				msg := fmt.Sprintf("want %s, got %s", r.Want, r.Got)
-				if r.Err != "" {
-					msg = r.Err
-				}
-				fmt.Fprintf(w, "FAIL  %s: %s\n", r.File, msg)
+				fmt.Fprintf(w, "FAIL  %s: %s\n", r.File, fixtureFailure(r))
 			}
 			fmt.Fprintf(w, "%d passed, %d failed\n", len(results)-failed, failed)
 			if failed > 0 {
@@ -143,6 +212,7 @@ func newRulesCmd() *cobra.Command {
 			}
 			return nil
 		}}
+	test.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the cases that pass")
 
 	docs := &cobra.Command{Use: "docs DIR", Short: "Write the rule catalogue and one page per rule into DIR", Args: cobra.ExactArgs(1),
 		Hidden: true,
@@ -159,4 +229,37 @@ func newRulesCmd() *cobra.Command {
 		}}
 	c.AddCommand(list, show, lint, test, docs)
 	return c
+}
+
+// checklistOnly returns the checklist items that are not diagnosis rules
+// too (the measurement rules are both).
+func checklistOnly(set *rules.Set) ([]*rules.Rule, error) {
+	items, err := rules.ChecklistItems()
+	if err != nil {
+		return nil, &exitError{2, err.Error()}
+	}
+	var out []*rules.Rule
+	for _, r := range items.Rules {
+		if _, dup := set.Get(r.ID); !dup {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// fixtureFailure says why a case failed; an insufficient outcome names what
+// the rule lacked, since that is usually a field the case forgot.
+func fixtureFailure(r rules.TestResult) string {
+	if r.Err != "" {
+		return r.Err
+	}
+	msg := fmt.Sprintf("want %s, got %s", r.Want, r.Got)
+	if r.Got == rules.Insufficient && len(r.Missing) > 0 {
+		var parts []string
+		for _, m := range r.Missing {
+			parts = append(parts, m.Path+" ("+m.Why+")")
+		}
+		msg += ": the evidence lacks " + strings.Join(parts, ", ")
+	}
+	return msg
 }

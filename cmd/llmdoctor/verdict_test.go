@@ -184,14 +184,17 @@ func TestTTFTExcludingQueueIsNamed(t *testing.T) {
 	}
 }
 
-// A one-second window holds one gauge sample and a handful of requests: no
-// rule may judge it, so nothing fires, let alone a critical finding.
+// A one-second window holds one gauge sample (repeated at every step) and a
+// handful of requests: it is refused before any query, so nothing can fire
+// on it, let alone a critical finding.
 func TestOneSecondWindowFiresNothing(t *testing.T) {
 	fx := backfilledProm(t)
 	end := strconv.FormatInt(fx.ends["queue-bound"].Unix(), 10)
-	tg := verdictOf(t, "--prom", fx.url, "--window", "1s", "--end", end).Targets[0]
-	if len(tg.Findings) != 0 || tg.Primary.Status == "found" {
-		t.Fatalf("primary %+v findings %+v", tg.Primary, tg.Findings)
+	for _, step := range []string{"0s", "1s"} {
+		code, out, errOut := runCLI(t, "diagnose", "--prom", fx.url, "--window", "1s", "--step", step, "--end", end)
+		if code != 2 || out != "" || !strings.Contains(errOut, "shorter than one scrape interval") {
+			t.Fatalf("--step %s: exit %d, stdout %q, stderr %q", step, code, out, errOut)
+		}
 	}
 	// The same server over 15 minutes is queue-bound.
 	if full := verdictOf(t, "--prom", fx.url, "--window", "15m", "--end", end); full.Targets[0].Primary.Bottleneck != "queueing" {

@@ -3,12 +3,13 @@ package prom
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/llmdoctor/llmdoctor/internal/redact"
 )
 
 // Connection says how to reach the API. Secrets (token, password) come from
@@ -27,21 +28,28 @@ type Connection struct {
 	Timeout  time.Duration
 }
 
-// redacted is the URL without user info or query string.
+// Redacted is the URL with its credentials masked.
 func (c Connection) Redacted() string {
-	u, err := url.Parse(c.URL)
-	if err != nil {
-		return "the --prom URL"
+	var s redact.Secrets
+	c.AddSecrets(&s)
+	return s.String(c.URL)
+}
+
+// AddSecrets records every credential the connection carries, so that no
+// output repeats one.
+func (c Connection) AddSecrets(s *redact.Secrets) {
+	s.AddURL(c.URL)
+	s.AddHeader(c.BearerToken)
+	s.AddBasic(c.BasicUser, c.BasicPassword)
+	for _, v := range c.Headers {
+		s.AddHeader(v)
 	}
-	u.User = nil
-	u.RawQuery = ""
-	return u.String()
 }
 
 func (c Connection) roundTripper() (http.RoundTripper, error) {
 	u, err := url.Parse(c.URL)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("--prom %q is not a URL like http://prometheus:9090", c.Redacted())
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &Error{Kind: BadURL, URL: c.Redacted()}
 	}
 	if u.User != nil && c.BasicUser == "" {
 		// Credentials in the URL: move them into the header, out of error texts.
@@ -52,18 +60,18 @@ func (c Connection) roundTripper() (http.RoundTripper, error) {
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("--prom-ca: %v", err)
+			return nil, &Error{Kind: BadCA, Detail: err.Error(), Err: err}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--prom-ca %s holds no PEM certificate", c.CAFile)
+			return nil, &Error{Kind: BadCA, Detail: c.CAFile + " holds no PEM certificate"}
 		}
 		tlsCfg.RootCAs = pool
 	}
 	if c.CertFile != "" || c.KeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("--prom-cert/--prom-key: %v", err)
+			return nil, &Error{Kind: BadClientCert, Detail: err.Error(), Err: err}
 		}
 		tlsCfg.Certificates = []tls.Certificate{cert}
 	}

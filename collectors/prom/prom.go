@@ -25,6 +25,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
 	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/internal/redact"
 )
 
 // Options say what to read.
@@ -47,6 +48,9 @@ type Collector struct {
 	url  string
 	opt  Options
 	sent atomic.Int64
+	// secrets mask the connection's credentials in anything the server
+	// says back (errors, warnings).
+	secrets *redact.Secrets
 
 	mu    sync.Mutex
 	notes []string
@@ -58,7 +62,9 @@ func (c *Collector) warn(ws v1.Warnings) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.notes = append(c.notes, warnings(ws)...)
+	for _, w := range warnings(ws) {
+		c.notes = append(c.notes, c.secrets.String(w))
+	}
 }
 
 // New builds a collector over an HTTP client configured by Connection.
@@ -67,9 +73,11 @@ func New(conn Connection, opt Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
+	sec := &redact.Secrets{}
+	conn.AddSecrets(sec)
 	c, err := api.NewClient(api.Config{Address: conn.URL, RoundTripper: rt})
 	if err != nil {
-		return nil, fmt.Errorf("--prom %s: %v", conn.Redacted(), err)
+		return nil, &Error{Kind: BadURL, URL: sec.String(conn.URL), Detail: sec.String(err.Error())}
 	}
 	if opt.Window <= 0 {
 		opt.Window = 15 * time.Minute
@@ -78,10 +86,7 @@ func New(conn Connection, opt Options) (*Collector, error) {
 		opt.End = time.Now()
 	}
 	if opt.Step <= 0 {
-		opt.Step = opt.Window / 60
-		if opt.Step < 15*time.Second {
-			opt.Step = 15 * time.Second
-		}
+		opt.Step = DefaultStep(opt.Window)
 	}
 	if len(opt.GroupBy) == 0 {
 		opt.GroupBy = []string{"model_name"}
@@ -89,7 +94,17 @@ func New(conn Connection, opt Options) (*Collector, error) {
 	if opt.Parallel <= 0 {
 		opt.Parallel = 8
 	}
-	return &Collector{api: v1.NewAPI(c), url: conn.Redacted(), opt: opt}, nil
+	return &Collector{api: v1.NewAPI(c), url: sec.String(conn.URL), opt: opt, secrets: sec}, nil
+}
+
+// MinStep is the shortest default step: Prometheus seldom scrapes more
+// often, and a step shorter than the scrape interval repeats samples.
+const MinStep = 15 * time.Second
+
+// DefaultStep is the step of a window when none is given: a sixtieth of
+// it, at least MinStep.
+func DefaultStep(window time.Duration) time.Duration {
+	return max(window/60, MinStep)
 }
 
 // Queries is how many queries the collector has sent.
@@ -167,7 +182,7 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 			})
 		case vllm.Gauge:
 			jobs = append(jobs, func(ctx context.Context) error {
-				return c.gauge(ctx, w, &mu, name, fmt.Sprintf("sum by (%s) (%s)", keep, c.sel(name)))
+				return c.gauge(ctx, w, &mu, name, fmt.Sprintf("sum by (%s) (%s)", keep, c.stepSamples(name)))
 			})
 		case vllm.Info:
 			jobs = append(jobs, func(ctx context.Context) error {
@@ -185,19 +200,14 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 		}
 	}
 	if !haveVLLM {
-		where := ""
-		if c.opt.Selector != "" {
-			where = " matching {" + c.opt.Selector + "}"
-		}
-		return nil, fmt.Errorf("%s has no vLLM metrics%s between %s and %s: check --prom, --selector and --end",
-			c.url, where, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+		return nil, &Error{Kind: NoMetrics, URL: c.url, Selector: c.opt.Selector, Start: start, End: end}
 	}
 	for _, m := range dcgm.Catalogue {
 		for _, name := range m.Names {
 			if !names[name] {
 				continue
 			}
-			q := fmt.Sprintf("avg by (gpu, UUID, uuid, Hostname, hostname, modelName, pod, namespace, instance, GPU_I_ID) (%s)", c.sel(name))
+			q := fmt.Sprintf("avg by (gpu, UUID, uuid, Hostname, hostname, modelName, pod, namespace, instance, GPU_I_ID) (%s)", c.stepSamples(name))
 			jobs = append(jobs, func(ctx context.Context) error { return c.gauge(ctx, w, &mu, name, q) })
 			break
 		}
@@ -353,7 +363,7 @@ func (c *Collector) gauge(ctx context.Context, w *window.Window, mu *sync.Mutex,
 	}
 	mat, ok := val.(model.Matrix)
 	if !ok {
-		return fmt.Errorf("%s: unexpected %s result for a range query", c.url, val.Type())
+		return &Error{URL: c.url, Detail: fmt.Sprintf("unexpected %s result for a range query", val.Type())}
 	}
 	c.warn(warns)
 	mu.Lock()
@@ -374,6 +384,13 @@ func (c *Collector) gauge(ctx context.Context, w *window.Window, mu *sync.Mutex,
 	return nil
 }
 
+// stepSamples selects a gauge's samples of the last step only: a plain
+// selector repeats one scrape at every step for five minutes, so a step
+// shorter than the scrape interval would count one sample many times.
+func (c *Collector) stepSamples(name string) string {
+	return fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), model.Duration(c.opt.Step))
+}
+
 func (c *Collector) instant(ctx context.Context, q string) (model.Vector, error) {
 	c.sent.Add(1)
 	val, warns, _, err := c.api.Query(ctx, q, c.opt.End)
@@ -383,7 +400,7 @@ func (c *Collector) instant(ctx context.Context, q string) (model.Vector, error)
 	c.warn(warns)
 	v, ok := val.(model.Vector)
 	if !ok {
-		return nil, fmt.Errorf("%s: unexpected %s result for an instant query", c.url, val.Type())
+		return nil, &Error{URL: c.url, Detail: fmt.Sprintf("unexpected %s result for an instant query", val.Type())}
 	}
 	return v, nil
 }
@@ -419,38 +436,43 @@ func (c *Collector) run(ctx context.Context, jobs []func(context.Context) error)
 	return first
 }
 
-// explain turns a client error into one line that says what to do, with no
-// secret in it.
+// explain turns a client error into a typed one whose text is one line
+// with no secret in it.
 func (c *Collector) explain(err error, what string) error {
 	var ae *v1.Error
 	var ne net.Error
 	var ue *url.Error
+	e := &Error{URL: c.url, Query: short(what)}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("%s timed out (%s): raise --timeout or shorten --window", c.url, short(what))
+		e.Kind = Timeout
 	case errors.As(err, &ae):
 		msg := strings.Join(strings.Fields(ae.Msg), " ")
+		e.Detail = msg
 		switch {
 		case strings.Contains(msg, "401"):
-			return fmt.Errorf("%s refused the credentials (401): check LLMDOCTOR_PROM_TOKEN or --prom-user", c.url)
+			e.Kind = Unauthorized
 		case strings.Contains(msg, "403"):
-			return fmt.Errorf("%s forbids this query (403): check the token's permissions or --prom-header X-Scope-OrgID", c.url)
+			e.Kind = Forbidden
 		case ae.Type == v1.ErrBadData && strings.Contains(msg, "parse error"):
-			return fmt.Errorf("%s could not parse a query, probably --selector: %s", c.url, msg)
+			e.Kind = BadQuery
 		case strings.Contains(msg, "too many samples") || strings.Contains(msg, "exceeded") || ae.Type == v1.ErrTimeout:
-			return fmt.Errorf("%s rejected a query as too expensive (%s): shorten --window, raise --step or narrow --selector", c.url, msg)
+			e.Kind = TooExpensive
 		case ae.Type == v1.ErrServer:
-			return fmt.Errorf("%s failed (%s): the server or a proxy in front of it is in trouble; try again", c.url, msg)
+			e.Kind = ServerFailed
 		}
-		return fmt.Errorf("%s: %s (%s)", c.url, msg, short(what))
 	case errors.As(err, &ue):
-		reason := ue.Err.Error()
-		if strings.Contains(reason, "connection refused") {
-			reason = "connection refused (is Prometheus running, and the port right?)"
+		// url.Error's text holds the URL with its query; keep only the cause.
+		e.Kind, e.Detail, e.Query = Unreachable, ue.Err.Error(), ""
+		if strings.Contains(e.Detail, "connection refused") {
+			e.Detail = "connection refused (is Prometheus running, and the port right?)"
 		}
-		return fmt.Errorf("cannot reach %s: %s", c.url, reason)
+	default:
+		e.Detail, e.Query = strings.Join(strings.Fields(err.Error()), " "), ""
 	}
-	return fmt.Errorf("%s: %s", c.url, strings.Join(strings.Fields(err.Error()), " "))
+	// The server's words may repeat what it was sent.
+	e.Detail, e.Query = c.secrets.String(e.Detail), c.secrets.String(e.Query)
+	return e
 }
 
 func short(q string) string {

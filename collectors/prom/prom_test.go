@@ -2,6 +2,7 @@ package prom
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -136,10 +137,64 @@ func TestSecretsStayOutOfErrors(t *testing.T) {
 }
 
 func TestBadURLAndTLSFiles(t *testing.T) {
-	if _, err := New(Connection{URL: "prometheus:9090"}, Options{}); err == nil || !strings.Contains(err.Error(), "not a URL") {
-		t.Fatalf("got %v", err)
+	for _, c := range []struct {
+		conn Connection
+		kind Kind
+		want string
+	}{
+		{Connection{URL: "prometheus:9090"}, BadURL, `"prometheus:9090" is not a URL`},
+		{Connection{URL: "127.0.0.1:9090"}, BadURL, `"127.0.0.1:9090" is not a URL`},
+		{Connection{URL: "ftp://p:9090"}, BadURL, "not a URL"},
+		{Connection{URL: "https://p:9090", CAFile: "/nonexistent.pem"}, BadCA, "/nonexistent.pem"},
+		{Connection{URL: "https://p:9090", CertFile: "/nonexistent.pem"}, BadClientCert, "client certificate"},
+	} {
+		_, err := New(c.conn, Options{})
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != c.kind || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want kind %d containing %q", c.conn, err, c.kind, c.want)
+		}
 	}
-	if _, err := New(Connection{URL: "https://p:9090", CAFile: "/nonexistent.pem"}, Options{}); err == nil || !strings.Contains(err.Error(), "--prom-ca") {
-		t.Fatalf("got %v", err)
+}
+
+// Errors are typed and leave flag names to the front end.
+func TestErrorsAreTypedWithoutFlagNames(t *testing.T) {
+	slow := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(time.Second) })
+	empty := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"status":"success","data":[]}`) })
+	for url, kind := range map[string]Kind{slow: Timeout, empty: NoMetrics} {
+		err := collect(t, Connection{URL: url})
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != kind || strings.Contains(err.Error(), "--") {
+			t.Errorf("got %v (%T), want kind %d and no flag name", err, err, kind)
+		}
+	}
+}
+
+// A server that repeats what it was sent, in an error or a warning, has the
+// credentials masked.
+func TestEchoedSecretsAreMasked(t *testing.T) {
+	const token, tenant = "s3cr3t-t0ken-value", "tenant-value-9"
+	url := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		said := r.Header.Get("Authorization") + " " + r.Header.Get("X-Scope-OrgID") + " " + r.URL.Query().Get("token")
+		if strings.HasSuffix(r.URL.Path, "/values") {
+			fmt.Fprintf(w, `{"status":"success","warnings":["seen %s"],"data":["vllm:num_requests_running"]}`, said)
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"status":"error","errorType":"bad_data","error":"rejected %s"}`, said)
+	})
+	conn := Connection{URL: url + "/?token=" + token + "-q", BearerToken: token, Headers: map[string]string{"X-Scope-OrgID": tenant},
+		Timeout: time.Second}
+	c, err := New(conn, Options{End: time.Unix(1767226000, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Collect(context.Background())
+	if err == nil || strings.Contains(err.Error(), token) || strings.Contains(err.Error(), tenant) || !strings.Contains(err.Error(), "rejected") {
+		t.Fatalf("error %v", err)
+	}
+	for _, n := range c.notes {
+		if strings.Contains(n, token) || strings.Contains(n, tenant) {
+			t.Fatalf("warning leaks: %s", n)
+		}
 	}
 }

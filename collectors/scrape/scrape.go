@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/internal/redact"
 )
 
 // maxBody bounds one scrape; vLLM's /metrics is well under a megabyte.
@@ -32,34 +33,39 @@ type Scraper struct {
 	Scrapes int
 	// Sequential scrapes the URLs one after another, in order, at each tick.
 	Sequential bool
-	now        func() time.Time
+	// Dead, after Run, holds why each URL that failed its first scrape was
+	// left out (index-aligned with URLs; nil where it answered).
+	Dead []error
+	now  func() time.Time
 }
 
-// Fetch reads one exposition over HTTP.
+// Fetch reads one exposition over HTTP. Credentials in u's userinfo are
+// sent as basic auth; errors name u with them masked.
 func Fetch(ctx context.Context, c *http.Client, u string) (*Snapshot, error) {
+	name := redact.String(u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", u, err)
+		return nil, fmt.Errorf("%s: %s", name, redact.String(err.Error()))
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach %s: %s", u, netReason(err))
+		return nil, fmt.Errorf("cannot reach %s: %s", name, redact.String(netReason(err)))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %s", u, resp.Status)
+		return nil, fmt.Errorf("%s answered %s", name, resp.Status)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %s", u, netReason(err))
+		return nil, fmt.Errorf("reading %s: %s", name, redact.String(netReason(err)))
 	}
 	if len(data) > maxBody {
-		return nil, fmt.Errorf("%s: response larger than %d MiB", u, maxBody>>20)
+		return nil, fmt.Errorf("%s: response larger than %d MiB", name, maxBody>>20)
 	}
 	s, err := Parse(data, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", u, err)
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	return s, nil
 }
@@ -92,8 +98,10 @@ func MetricsURL(u string) string {
 	return u
 }
 
-// Run scrapes until Duration has passed (at least twice). The first scrape of
-// every server must succeed; later failures leave gaps and a note.
+// Run scrapes until Duration has passed (at least twice). A server whose
+// first scrape fails is left out (see Dead) while the others go on; when
+// none answers, Run fails. Later failures leave gaps and a note. Cancelling
+// ctx ends the scraping early: what was collected is kept and named.
 func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 	if s.Client == nil {
 		s.Client = &http.Client{Timeout: 10 * time.Second}
@@ -104,11 +112,15 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 	}
 	snaps := make([][]*Snapshot, len(s.URLs))
 	fails := make([]int, len(s.URLs))
+	s.Dead = make([]error, len(s.URLs))
 	tick := func(first bool) error {
 		t := now()
 		var wg sync.WaitGroup
 		errs := make([]error, len(s.URLs))
 		for i, u := range s.URLs {
+			if s.Dead[i] != nil {
+				continue
+			}
 			wg.Add(1)
 			fetch := func() {
 				defer wg.Done()
@@ -131,20 +143,32 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 			}
 		}
 		wg.Wait()
+		alive := 0
 		for i, err := range errs {
-			if err == nil {
-				continue
+			switch {
+			case err == nil:
+				if s.Dead[i] == nil {
+					alive++
+				}
+			case first:
+				s.Dead[i] = err
+			default:
+				fails[i]++
 			}
-			if first {
-				return err
+		}
+		if first && alive == 0 {
+			for _, err := range errs {
+				if err != nil {
+					return err
+				}
 			}
-			fails[i]++
 		}
 		return nil
 	}
 	if err := tick(true); err != nil {
 		return nil, err
 	}
+	interrupted := false
 	start := now()
 	n := 1
 	ticker := time.NewTicker(s.Interval)
@@ -152,8 +176,11 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 	for (s.Scrapes > 0 && n <= s.Scrapes) || (s.Scrapes <= 0 && now().Sub(start) < s.Duration) {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			interrupted = true
 		case <-ticker.C:
+		}
+		if interrupted {
+			break
 		}
 		if err := tick(false); err != nil {
 			return nil, err
@@ -169,17 +196,29 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 	}
 	ws := make([]*window.Window, 0, len(s.URLs))
 	for i, u := range s.URLs {
+		if s.Dead[i] != nil {
+			continue
+		}
 		instance := ""
 		if len(s.URLs) > 1 {
 			instance = hostPort(u)
 		}
-		w := Window(snaps[i], instance, u)
+		if err := SameConfig(snaps[i], nil); err != nil {
+			return nil, fmt.Errorf("%s: %v", redact.String(u), err)
+		}
+		// The URL becomes provenance in the report: no credentials.
+		w := Window(snaps[i], instance, redact.String(u))
 		if fails[i] > 0 {
-			w.Notes = append(w.Notes, fmt.Sprintf("%s: %d of %d scrapes failed", u, fails[i], n))
+			w.Notes = append(w.Notes, fmt.Sprintf("%s: %d of %d scrapes failed", redact.String(u), fails[i], n))
 		}
 		ws = append(ws, w)
 	}
-	return Merge(ws), nil
+	w := Merge(ws)
+	if interrupted {
+		w.Notes = append(w.Notes, fmt.Sprintf("stopped after %d scrapes over %s: the diagnosis covers what was collected", n,
+			now().Sub(start).Round(time.Second)))
+	}
+	return w, nil
 }
 
 func hostPort(u string) string {
@@ -191,36 +230,59 @@ func hostPort(u string) string {
 
 // Files reads saved expositions, oldest first. interval, when non-zero, is the
 // time between consecutive files; otherwise sample timestamps in the files, or
-// the files' modification times, place them.
+// the files' modification times, place them. A file whose series repeat at
+// several timestamps (an OpenMetrics backfill, a recording) is read as the
+// readings it holds, each at its time.
 func Files(paths []string, interval time.Duration) (*window.Window, error) {
 	snaps := make([]*Snapshot, 0, len(paths))
+	var names []string
+	stamped := false
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := readLimited(p)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read snapshot: %v", err)
+			return nil, err
 		}
-		s, err := Parse(data, "")
+		ss, err := ParseSeries(data, "")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", p, err)
 		}
+		if len(ss) > 1 {
+			if interval > 0 {
+				return nil, fmt.Errorf("%s holds %d readings with their own timestamps: leave out --snapshot-interval", p, len(ss))
+			}
+			stamped = true
+			for i, s := range ss {
+				snaps = append(snaps, s)
+				names = append(names, fmt.Sprintf("%s (reading %d)", p, i+1))
+			}
+			continue
+		}
+		s := ss[0]
 		st, _ := os.Stat(p)
 		switch {
 		case interval > 0:
 			s.Time = time.Unix(0, 0).Add(time.Duration(len(snaps)) * interval)
 		case !s.Latest.IsZero():
 			s.Time = s.Latest
-		default:
+		case st != nil:
 			s.Time = st.ModTime()
 		}
 		snaps = append(snaps, s)
+		names = append(names, p)
 	}
 	if len(snaps) > 1 && interval == 0 {
 		for i := 1; i < len(snaps); i++ {
 			if !snaps[i].Time.After(snaps[i-1].Time) {
+				if stamped || !snaps[i-1].Latest.IsZero() {
+					return nil, fmt.Errorf("%s was taken before %s, which comes ahead of it: give the snapshots oldest first", names[i], names[i-1])
+				}
 				return nil, fmt.Errorf("cannot tell how far apart %s and %s were taken: pass --snapshot-interval (e.g. 15m)",
-					paths[i-1], paths[i])
+					names[i-1], names[i])
 			}
 		}
+	}
+	if err := Consistent(snaps, names); err != nil {
+		return nil, err
 	}
 	from := strings.Join(paths, ", ")
 	w := Window(snaps, "", from)
@@ -230,4 +292,27 @@ func Files(paths []string, interval time.Duration) (*window.Window, error) {
 		w.Length = time.Duration(len(snaps)-1) * interval
 	}
 	return w, nil
+}
+
+// readLimited reads a snapshot file ("-": standard input) up to maxBody.
+func readLimited(p string) ([]byte, error) {
+	var r io.Reader
+	if p == "-" {
+		r = os.Stdin
+	} else {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read snapshot: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read snapshot %s: %v", p, err)
+	}
+	if len(data) > maxBody {
+		return nil, fmt.Errorf("%s is larger than %d MiB: a /metrics exposition is well under one; is it the right file?", p, maxBody>>20)
+	}
+	return data, nil
 }

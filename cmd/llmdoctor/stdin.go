@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/sim"
+)
+
+// stdinName is how input read from "-" is named in reports and errors.
+const stdinName = "stdin"
+
+// stdinUse is a file flag and the paths it was given.
+type stdinUse struct {
+	flag  string
+	paths []string
+}
+
+// oneStdin refuses a run in which standard input is asked for twice: the
+// first reader would leave nothing for the second.
+func oneStdin(uses ...stdinUse) error {
+	var readers []string
+	for _, u := range uses {
+		for _, p := range u.paths {
+			if p == "-" {
+				readers = append(readers, u.flag)
+			}
+		}
+	}
+	if len(readers) < 2 {
+		return nil
+	}
+	var flags []string
+	for _, f := range readers {
+		if len(flags) == 0 || flags[len(flags)-1] != f {
+			flags = append(flags, f)
+		}
+	}
+	if len(flags) == 1 {
+		return usageErr("%s - is given %d times, but standard input can be read only once: give all but one a file", flags[0], len(readers))
+	}
+	list, all := strings.Join(flags[:len(flags)-1], ", ")+" and "+flags[len(flags)-1], "all"
+	if len(flags) == 2 {
+		all = "both"
+	}
+	return usageErr("%s %s read standard input (-), which can be read only once: give all but one of them a file", list, all)
+}
+
+// stdinUses lists the file flags of diagnose and checklist. TLS files are
+// refused as "-": they are PEM files read by the TLS setup, not a stream.
+func (o *diagnoseOpts) stdinUses() error {
+	for _, f := range []struct{ flag, path string }{{"--prom-ca", o.prom.ca}, {"--prom-cert", o.prom.cert}, {"--prom-key", o.prom.key}} {
+		if f.path == "-" {
+			return usageErr("%s does not read standard input: give the PEM file's path", f.flag)
+		}
+	}
+	return oneStdin(
+		stdinUse{"--config", []string{o.configPath}},
+		stdinUse{"--prom-token-file", []string{o.prom.tokenFile}},
+		stdinUse{"--snapshot", o.snapshots},
+		stdinUse{"--log", []string{o.logFile}},
+		stdinUse{"--bench", o.benchFiles},
+		stdinUse{"--requests", o.requestFiles},
+	)
+}
+
+// openInput opens a file flag's path, or standard input for "-", and
+// returns the name to report it by.
+func openInput(path string) (io.ReadCloser, string, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), stdinName, nil
+	}
+	f, err := os.Open(path)
+	return f, path, err
+}
+
+// stdinRead holds standard input once read, for the process's current
+// os.Stdin, so that a flag read twice (the bearer token: once to know what
+// to mask, once to send) sees it both times.
+var stdinRead struct {
+	from *os.File
+	data []byte
+	err  error
+}
+
+// readInput reads a small file whole, or standard input for "-".
+func readInput(path string) ([]byte, error) {
+	if path != "-" {
+		return os.ReadFile(path)
+	}
+	if stdinRead.from != os.Stdin {
+		stdinRead.from = os.Stdin
+		stdinRead.data, stdinRead.err = io.ReadAll(os.Stdin)
+	}
+	return stdinRead.data, stdinRead.err
+}
+
+// loadRulesFlag is loadRules for a user's --config, where "-" reads the
+// configuration from standard input (loadRules takes "-" as no config).
+func loadRulesFlag(configPath string, dirs []string) (*rules.Set, *rules.Config, error) {
+	if configPath != "-" {
+		return loadRules(configPath, dirs)
+	}
+	set, _, err := loadRules("-", dirs)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := readInput("-")
+	if err != nil {
+		return nil, nil, &exitError{2, fmt.Sprintf("--config -: %v", err)}
+	}
+	cfg, err := rules.ParseConfig(stdinName, data)
+	if err != nil {
+		return nil, nil, configError(stdinName, err)
+	}
+	if err := validateConfig(stdinName, cfg, set); err != nil {
+		return nil, nil, err
+	}
+	return set, cfg, nil
+}
+
+// loadScenario is sim.Load, with "-" reading a scenario file from
+// standard input.
+func loadScenario(nameOrFile string) (*sim.Scenario, error) {
+	if nameOrFile != "-" {
+		return sim.Load(nameOrFile)
+	}
+	data, err := readInput("-")
+	if err != nil {
+		return nil, err
+	}
+	return sim.ParseScenario(stdinName, data)
+}

@@ -1,0 +1,123 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// lit echoes a number as the user wrote it.
+func lit(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// ConfigKind says what is wrong with a config entry.
+type ConfigKind int
+
+// Kinds of config problem.
+const (
+	// BadValue: a value out of its range or in the wrong unit.
+	BadValue ConfigKind = iota
+	// UnknownRule: an id no loaded rule or checklist item has.
+	UnknownRule
+	// UnknownParam: a param the rule does not declare.
+	UnknownParam
+	// BadSeverity: not info, warning or critical.
+	BadSeverity
+	// NoReason: a suppression without a reason.
+	NoReason
+	// BadDate: an until that is not a date.
+	BadDate
+)
+
+// ConfigError is one problem in llmdoctor.yaml: Key is where it sits, as a
+// path of keys (rules.decode/tpot-high.params.tpot_slow, suppress[0]).
+type ConfigError struct {
+	// File names the config; empty when it was not read from a file.
+	File    string
+	Key     string
+	Kind    ConfigKind
+	Problem string
+	// Rule is the rule id concerned, when there is one.
+	Rule string
+}
+
+func (e *ConfigError) Error() string {
+	f := e.File
+	if f == "" {
+		f = "config"
+	}
+	return f + ": " + e.Key + ": " + e.Problem
+}
+
+type knob struct {
+	key  string
+	v    *float64
+	want string
+}
+
+// knobs are the config's top-level numbers; 0 means "the default".
+func (c *Config) knobs() []knob {
+	return []knob{
+		{"min_samples", &c.MinSamples, "observations a distribution needs, at least 1 (default 20)"},
+		{"min_gauge_samples", &c.MinGaugeSamples, "samples a gauge summary needs, at least 1 (default 2)"},
+		{"min_share", &c.MinShare, "a share of latency above 0 and at most 1 (default 0.2)"},
+	}
+}
+
+// Smallest plausible values: anything less was written in another unit
+// (TB/s for bytes/s, GB for bytes) and would silently skew every bound.
+const (
+	minPeakBandwidth = 1e9 // 1 GB/s
+	minWeightBytes   = 1e6 // 1 MB
+)
+
+// checkValues refuses numbers out of range: the top-level knobs, rule params
+// whose rule expects a positive value, GPU bandwidths and model sizes.
+func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
+	bad := func(key, problem string) error { return &ConfigError{Key: key, Kind: BadValue, Problem: problem} }
+	for _, k := range c.knobs() {
+		x := *k.v
+		if math.IsNaN(x) || x < 0 || (k.key != "min_share" && x > 0 && x < 1) || (k.key == "min_share" && x > 1) {
+			return bad(k.key, fmt.Sprintf("%s is out of range: want %s", lit(x), k.want))
+		}
+	}
+	for _, id := range sortedKeys(c.Rules) {
+		r, ok := find(id)
+		if !ok {
+			continue
+		}
+		for _, p := range sortedKeys(c.Rules[id].Params) {
+			def, declared := r.Params[p]
+			// A param whose default is above 0 is a threshold: 0 or below
+			// would fire the rule on anything or never.
+			if x := c.Rules[id].Params[p]; declared && def > 0 && !(x > 0) {
+				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: BadValue, Rule: id,
+					Problem: fmt.Sprintf("%s is not above 0 (the rule's default is %s)", lit(x), lit(def))}
+			}
+		}
+	}
+	for _, name := range sortedKeys(c.GPUs) {
+		key := "gpus." + name + ".peak_bandwidth"
+		if name == "" {
+			return bad("gpus", "a GPU needs its dcgm-exporter modelName, e.g. NVIDIA H100 80GB HBM3")
+		}
+		switch x := c.GPUs[name].PeakBandwidth; {
+		case !(x > 0):
+			return bad(key, "missing or not above 0: want the GPU's peak HBM bandwidth in bytes per second, e.g. 3.35e12")
+		case x < minPeakBandwidth:
+			return bad(key, fmt.Sprintf("%s is in bytes per second: write %se12 for %s TB/s", lit(x), lit(x), lit(x)))
+		}
+	}
+	for _, name := range sortedKeys(c.Models) {
+		key := "models." + name + ".weight_bytes"
+		if name == "" {
+			return bad("models", "a model needs its served name, e.g. meta-llama/Llama-3.1-8B-Instruct")
+		}
+		switch x := c.Models[name].WeightBytes; {
+		case !(x > 0):
+			return bad(key, "missing or not above 0: want the size of the weights as loaded, in bytes, e.g. 16e9")
+		case x < minWeightBytes:
+			return bad(key, fmt.Sprintf("%s is in bytes: write %se9 for %s GB", lit(x), lit(x), lit(x)))
+		}
+	}
+	return nil
+}
