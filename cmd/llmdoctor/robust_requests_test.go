@@ -244,3 +244,20 @@ func init() {
 			}},
 	)
 }
+
+func init() {
+	robustCases = append(robustCases, robustCase{Area: "requests", Input: "--requests with one line of more than 64 MiB (millions of ITL values)",
+		Want: "exit 2, one line naming the line and the limit; memory stays bounded",
+		Test: func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "huge.jsonl")
+			f, _ := os.Create(p)
+			f.WriteString(`{"ttft": 0.2, "e2e": 3, "output_tokens": 9, "itl": [`)
+			chunk := strings.Repeat("0.01,", 1<<20)
+			for i := 0; i < 14; i++ { // 70 MiB
+				f.WriteString(chunk)
+			}
+			f.WriteString("0.01]}\n")
+			f.Close()
+			oneLine2(t, "line 1 is longer than 64 MiB", "diagnose", "--requests", p)
+		}})
+}

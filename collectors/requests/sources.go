@@ -18,14 +18,24 @@ import (
 	"github.com/llmdoctor/llmdoctor/evidence"
 )
 
+// Bounds on what one read may hold: memory stays flat for request files of
+// any length, and a runaway line or file is refused instead of filling RAM.
+const (
+	maxBench = 1 << 30 // a whole bench result JSON
+	maxLine  = 64 << 20
+)
+
 // ReadBench reads `vllm bench serve` (or benchmark_serving.py) result JSON:
 // one object, or one per line as --append-result writes them (the last run
 // is used). Detailed arrays (ttfts, itls in seconds) give per-request
 // evidence; without them only the summary statistics (in ms) are used.
 func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, maxBench+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %s", from, oneLine(err))
+	}
+	if len(data) > maxBench {
+		return nil, nil, fmt.Errorf("%s is larger than %d MiB, more than a benchmark result holds: split the run, or give its requests as JSONL with --requests, which streams", from, maxBench>>20)
 	}
 	data = bytes.TrimLeft(bytes.TrimPrefix(data, bom), " \t\r\n")
 	if len(data) == 0 {
@@ -444,11 +454,14 @@ func readJSONL(br *bufio.Reader, a *Accumulator, from string) error {
 	for line := 1; ; line++ {
 		b, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: gather it whole.
+			// A line longer than the buffer: gather it whole, up to a bound.
 			long := append([]byte(nil), b...)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				b, err = br.ReadSlice('\n')
 				long = append(long, b...)
+				if len(long) > maxLine {
+					return fmt.Errorf("%s: line %d is longer than %d MiB: one request's record should be far smaller", from, line, maxLine>>20)
+				}
 			}
 			b = long
 		}
