@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -173,7 +174,13 @@ func (o *diagnoseOpts) gatherSources() (*window.Window, []advisor.Source, []requ
 		w, sources, err = readLog(o.logFile, o.logModel)
 	case len(o.snapshots) > 0:
 		w, err = scrape.Files(o.snapshots, o.snapshotInterval)
-		if err != nil {
+		var se *scrape.SpacingError
+		switch {
+		case errors.As(err, &se) && se.Readings > 0:
+			err = &exitError{2, err.Error() + ": leave out --snapshot-interval"}
+		case errors.As(err, &se):
+			err = &exitError{2, err.Error() + ": pass --snapshot-interval (e.g. 15m)"}
+		case err != nil:
 			err = &exitError{2, err.Error()}
 		}
 		for _, p := range o.snapshots {

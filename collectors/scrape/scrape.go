@@ -248,7 +248,7 @@ func Files(paths []string, interval time.Duration) (*window.Window, error) {
 		}
 		if len(ss) > 1 {
 			if interval > 0 {
-				return nil, fmt.Errorf("%s holds %d readings with their own timestamps: leave out --snapshot-interval", p, len(ss))
+				return nil, &SpacingError{Files: []string{p}, Readings: len(ss)}
 			}
 			stamped = true
 			for i, s := range ss {
@@ -276,8 +276,7 @@ func Files(paths []string, interval time.Duration) (*window.Window, error) {
 				if stamped || !snaps[i-1].Latest.IsZero() {
 					return nil, fmt.Errorf("%s was taken before %s, which comes ahead of it: give the snapshots oldest first", names[i], names[i-1])
 				}
-				return nil, fmt.Errorf("cannot tell how far apart %s and %s were taken: pass --snapshot-interval (e.g. 15m)",
-					names[i-1], names[i])
+				return nil, &SpacingError{Files: []string{names[i-1], names[i]}}
 			}
 		}
 	}
@@ -292,6 +291,21 @@ func Files(paths []string, interval time.Duration) (*window.Window, error) {
 		w.Length = time.Duration(len(snaps)-1) * interval
 	}
 	return w, nil
+}
+
+// SpacingError says the spacing of snapshots is unknown (Readings 0: two
+// files without timestamps), or given although a file carries its own
+// (Readings: how many it holds).
+type SpacingError struct {
+	Files    []string
+	Readings int
+}
+
+func (e *SpacingError) Error() string {
+	if e.Readings > 0 {
+		return fmt.Sprintf("%s holds %d readings with their own timestamps: no spacing may be given", e.Files[0], e.Readings)
+	}
+	return fmt.Sprintf("cannot tell how far apart %s and %s were taken", e.Files[0], e.Files[1])
 }
 
 // readLimited reads a snapshot file ("-": standard input) up to maxBody.

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -227,8 +228,9 @@ func TestFilesNeedSpacing(t *testing.T) {
 	os.Chtimes(dir+"/a.prom", now, now)
 	os.Chtimes(dir+"/b.prom", now, now)
 	_, err := Files([]string{dir + "/a.prom", dir + "/b.prom"}, 0)
-	if err == nil || !strings.Contains(err.Error(), "--snapshot-interval") {
-		t.Fatalf("want a hint to pass --snapshot-interval, got %v", err)
+	var se *SpacingError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "cannot tell how far apart") {
+		t.Fatalf("want a spacing error, got %v", err)
 	}
 }
 
