@@ -385,6 +385,13 @@ func readRequestSources(bench, reqFiles []string) ([]requestSource, []advisor.So
 		}
 		defer f.Close()
 		acc, notes, err := fn(f, name)
+		var fe *requests.FormatError
+		if errors.As(err, &fe) && fe.Reader != "" && fe.Reader != kind {
+			return &exitError{2, fmt.Sprintf("%v: use --%s", err, fe.Reader)}
+		}
+		if errors.As(err, &fe) && fe.Convert != "" {
+			return &exitError{2, fmt.Sprintf("%v, then give it to --requests", err)}
+		}
 		if err != nil {
 			return &exitError{2, err.Error()}
 		}

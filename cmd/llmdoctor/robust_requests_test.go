@@ -188,10 +188,10 @@ func init() {
 				requestsRefused(t, []string{"diagnose", "--bench", p}, "median_ttft_ms looks like seconds, not milliseconds")
 			}},
 		robustCase{Area: "requests", Input: "--requests given a JSON array",
-			Want: "exit 2, one line: a JSON array, --requests reads JSONL, convert with jq -c '.[]'",
+			Want: "exit 2, one line: a JSON array; request files are JSONL: convert with jq -c '.[]', then give it to --requests",
 			Test: func(t *testing.T) {
 				p := tempFile(t, "r.json", `[{"ttft": 0.1, "e2e": 0.5}, {"ttft": 0.2, "e2e": 0.9}]`)
-				requestsRefused(t, []string{"diagnose", "--requests", p}, "is a JSON array; --requests reads JSONL", "jq -c '.[]'")
+				requestsRefused(t, []string{"diagnose", "--requests", p}, "is a JSON array; request files are JSONL", "jq -c '.[]'")
 			}},
 		robustCase{Area: "requests", Input: "--requests given a vllm bench serve result",
 			Want: "exit 2, one line: this is vllm bench serve result JSON: use --bench (indented, single-line or appended)",

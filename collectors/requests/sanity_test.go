@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -203,15 +204,15 @@ func TestCSVNonFiniteAndLines(t *testing.T) {
 // What a file given to the wrong flag is, in one line.
 func TestWrongFormat(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{`[{"ttft": 0.1}, {"ttft": 0.2}]`, "is a JSON array; --requests reads JSONL, one object per line: convert with jq -c '.[]'"},
+		{`[{"ttft": 0.1}, {"ttft": 0.2}]`, "is a JSON array; request files are JSONL, one object per line: convert with jq -c '.[]'"},
 		{"  \n[\n", "is a JSON array"},
-		{"{\n  \"completed\": 10,\n  \"ttfts\": [0.1]\n}\n", "is vllm bench serve result JSON: use --bench"},
-		{`{"completed": 10, "ttfts": [0.1], "itls": [[]]}` + "\n", "is vllm bench serve result JSON: use --bench"},
-		{"{\n  \"ttft\": 0.1\n}\n", "holds one JSON object over several lines"},
+		{"{\n  \"completed\": 10,\n  \"ttfts\": [0.1]\n}\n", "is vllm bench serve result JSON|bench"},
+		{`{"completed": 10, "ttfts": [0.1], "itls": [[]]}` + "\n", "is vllm bench serve result JSON|bench"},
+		{"{\n  \"ttft\": 0.1\n}\n", "is one JSON object over several lines"},
 		{"\xef\xbb\xbf", "empty request file"},
 	} {
 		_, _, err := readReq(t, c.in)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if !wrongFormat(err, c.want) {
 			t.Errorf("%q: got %v, want %q", c.in, err, c.want)
 		}
 	}
@@ -220,16 +221,27 @@ func TestWrongFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ in, want string }{
-		{jsonl(3, 1), "is per-request JSONL, not a vllm bench serve result: use --requests"},
-		{"request_id,ttft,e2e\nr1,0.1,0.2\n", "is per-request CSV, not a vllm bench serve result: use --requests"},
-		{`[{"ttft": 0.1}]`, "is a JSON array of requests, not a vllm bench serve result: write one object per line"},
+		{jsonl(3, 1), "is per-request JSONL, not a vllm bench serve result|requests"},
+		{"request_id,ttft,e2e\nr1,0.1,0.2\n", "is per-request CSV, not a vllm bench serve result|requests"},
+		{`[{"ttft": 0.1}]`, "is a JSON array of requests, not a vllm bench serve result: convert with jq -c '.[]'|requests"},
 		{`[1, 2]`, "is a JSON array, not a vllm bench serve result object"},
 	} {
 		_, _, err := ReadBench(strings.NewReader(c.in), "b.json")
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if !wrongFormat(err, c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("bench %q: got %v, want %q", c.in, err, c.want)
 		}
 	}
+}
+
+// wrongFormat checks an error's text and, after "|", the reader its
+// FormatError names.
+func wrongFormat(err error, want string) bool {
+	text, reader, _ := strings.Cut(want, "|")
+	if err == nil || !strings.Contains(err.Error(), text) {
+		return false
+	}
+	var fe *FormatError
+	return reader == "" || errors.As(err, &fe) && fe.Reader == reader
 }
 
 // benchJSON: n requests of a detailed run, with the given edits.

@@ -35,7 +35,7 @@ func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 		return nil, nil, fmt.Errorf("%s: %s", from, oneLine(err))
 	}
 	if len(data) > maxBench {
-		return nil, nil, fmt.Errorf("%s is larger than %d MiB, more than a benchmark result holds: split the run, or give its requests as JSONL with --requests, which streams", from, maxBench>>20)
+		return nil, nil, fmt.Errorf("%s is larger than %d MiB, more than a benchmark result holds: split the run, or give its requests as per-request JSONL, which streams", from, maxBench>>20)
 	}
 	data = bytes.TrimLeft(bytes.TrimPrefix(data, bom), " \t\r\n")
 	if len(data) == 0 {
@@ -60,7 +60,7 @@ func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 			return nil, nil, fmt.Errorf("%s: not vllm bench serve result JSON: %s", from, oneLine(err))
 		}
 		if len(runs) == 0 && requestObject(m) {
-			return nil, nil, fmt.Errorf("%s is per-request JSONL, not a vllm bench serve result: use --requests", from)
+			return nil, nil, &FormatError{File: from, Is: "per-request JSONL, not a vllm bench serve result", Reader: "requests"}
 		}
 		runs = append(runs, m)
 	}
@@ -192,15 +192,30 @@ func summaryOnly(a *Accumulator, m map[string]json.RawMessage, from string, note
 
 var bom = []byte("\xef\xbb\xbf")
 
-// notBench names what a file given to --bench is instead, when it can tell.
+// FormatError says a file is in another format than its reader expects:
+// what it is, which reader takes it ("bench" or "requests", "" for none),
+// and a command that converts it, when one does.
+type FormatError struct {
+	File, Is, Reader, Convert string
+}
+
+func (e *FormatError) Error() string {
+	msg := e.File + " is " + e.Is
+	if e.Convert != "" {
+		msg += ": convert with " + e.Convert
+	}
+	return msg
+}
+
+// notBench names what a file given as a benchmark result is instead, when it can tell.
 func notBench(data []byte, from string) error {
 	switch first := firstLine(data); {
 	case data[0] == '[' && bytes.Contains(first, []byte(`"ttft"`)):
-		return fmt.Errorf("%s is a JSON array of requests, not a vllm bench serve result: write one object per line (jq -c '.[]' %s) and use --requests", from, from)
+		return &FormatError{File: from, Is: "a JSON array of requests, not a vllm bench serve result", Reader: "requests", Convert: "jq -c '.[]' " + from}
 	case data[0] == '[':
 		return fmt.Errorf("%s is a JSON array, not a vllm bench serve result object", from)
 	case data[0] != '{' && bytes.Contains(first, []byte("ttft")) && bytes.Contains(first, []byte(",")):
-		return fmt.Errorf("%s is per-request CSV, not a vllm bench serve result: use --requests", from)
+		return &FormatError{File: from, Is: "per-request CSV, not a vllm bench serve result", Reader: "requests"}
 	}
 	return nil
 }
@@ -424,16 +439,16 @@ func ReadRequests(r io.Reader, from string) (*Accumulator, []string, error) {
 	return a, notes, nil
 }
 
-// notRequests names what a file given to --requests is instead.
+// notRequests names what a file given as per-request data is instead.
 func notRequests(head []byte, from string) error {
 	switch {
 	case head[0] == '[':
-		return fmt.Errorf("%s is a JSON array; --requests reads JSONL, one object per line: convert with jq -c '.[]' %s", from, from)
+		return &FormatError{File: from, Is: "a JSON array; request files are JSONL, one object per line", Convert: "jq -c '.[]' " + from}
 	case head[0] == '{' && string(bytes.TrimSpace(firstLine(head))) == "{":
 		if looksBench(head) {
-			return fmt.Errorf("%s is vllm bench serve result JSON: use --bench", from)
+			return &FormatError{File: from, Is: "vllm bench serve result JSON", Reader: "bench"}
 		}
-		return fmt.Errorf("%s holds one JSON object over several lines; --requests reads JSONL, one object per line: convert with jq -c . %s", from, from)
+		return &FormatError{File: from, Is: "one JSON object over several lines; request files are JSONL, one object per line", Convert: "jq -c . " + from}
 	}
 	return nil
 }
@@ -469,7 +484,7 @@ func readJSONL(br *bufio.Reader, a *Accumulator, from string) error {
 			if first {
 				first = false
 				if v, e := p.ParseBytes(b); e == nil && v.Type() == fastjson.TypeObject && benchObject(v) {
-					return fmt.Errorf("%s is vllm bench serve result JSON: use --bench", from)
+					return &FormatError{File: from, Is: "vllm bench serve result JSON", Reader: "bench"}
 				}
 			}
 			rec, e := parseLine(&p, b, &itls)

@@ -34,7 +34,7 @@ func Build(w *window.Window, opt Options) []*evidence.Evidence {
 		if emptyLabels(sel) {
 			// Series without the grouping labels are not a vLLM engine's (the
 			// production-stack router reuses vllm: names with a server label).
-			w.Notes = append(w.Notes, fmt.Sprintf("series without %s were left out (a router or another exporter?); use --group-by to read them",
+			w.Notes = append(w.Notes, fmt.Sprintf("series without %s were left out (a router or another exporter?); group by a label they carry to read them",
 				strings.Join(group, ", ")))
 			continue
 		}
