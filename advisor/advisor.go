@@ -127,9 +127,9 @@ type Finding struct {
 	sev         rules.Severity
 	// impact is Impact as a number, NaN when unknown; capped is true when
 	// the finding may not be the verdict.
-	impact float64
-	capped bool
-	layer  string
+	impact, impactMax float64
+	capped            bool
+	layer             string
 }
 
 // Step is a merged next step with the findings it comes from.
@@ -269,7 +269,7 @@ func addSkip(l []Skip, r rules.Result) []Skip {
 
 func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	f := Finding{Rule: r.Rule.ID, Severity: r.Severity.String(), sev: r.Severity, Bottleneck: r.Rule.Bottleneck,
-		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage, impact: r.Impact, layer: r.Rule.Layer,
+		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage, impact: r.Impact, impactMax: r.ImpactMax, layer: r.Rule.Layer,
 		Next: r.Rule.Next, Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed, Sources: map[string]string{}}
 	f.Impact = share(r.Impact)
 	if f.Next == nil {
@@ -301,21 +301,33 @@ func weigh(fs []Finding, minShare float64) {
 			continue
 		}
 		for _, g := range fs {
-			if g.ExplainedBy == fs[i].Rule && evidence.Present(g.impact) &&
-				(!evidence.Present(fs[i].impact) || g.impact > fs[i].impact) {
+			if g.ExplainedBy != fs[i].Rule {
+				continue
+			}
+			if evidence.Present(g.impact) && (!evidence.Present(fs[i].impact) || g.impact > fs[i].impact) {
 				fs[i].impact = g.impact
 			}
+			if !evidence.Present(g.impactMax) || g.impactMax > fs[i].impactMax {
+				// An effect whose share is unbounded leaves the cause unbounded.
+				fs[i].impactMax = g.impactMax
+			}
+		}
+		if evidence.Present(fs[i].impact) {
+			fs[i].impactMax = math.Max(fs[i].impactMax, fs[i].impact)
 		}
 		fs[i].Impact = share(fs[i].impact)
 	}
 	for i := range fs {
 		f := &fs[i]
-		if !evidence.Present(f.impact) || f.impact >= minShare {
+		if !rules.Capped(f.impactMax, minShare) {
 			continue
 		}
 		f.capped = true
-		why := fmt.Sprintf("its stage (%s) holds %s of the latency, under the %s a verdict needs", f.Stage,
-			pct(f.impact), pct(minShare))
+		held := "holds " + pct(f.impactMax)
+		if !evidence.Present(f.impact) {
+			held = "holds at most " + pct(f.impactMax)
+		}
+		why := fmt.Sprintf("its stage (%s) %s of the latency, under the %s a verdict needs", f.Stage, held, pct(minShare))
 		if f.sev == rules.Critical {
 			f.sev, f.Severity = rules.Warning, rules.Warning.String()
 			why = "lowered from critical: " + why
@@ -340,6 +352,10 @@ func explain(fs []Finding, results []rules.Result) {
 	sort.SliceStable(order, func(i, j int) bool { return order[i].sev > order[j].sev })
 	causes := map[string]string{}
 	for _, c := range order {
+		if c.sev < rules.Warning {
+			// An info finding may not be the verdict, so it may not hide one.
+			continue
+		}
 		for _, b := range explains[c.Rule] {
 			if _, ok := causes[b]; !ok {
 				causes[b] = c.Rule

@@ -22,7 +22,7 @@ func rule(t *testing.T, id, bottleneck, severity, explains, next string) *rules.
 }
 
 func fired(r *rules.Rule, impact float64) rules.Result {
-	return rules.Result{Rule: r, Outcome: rules.Fired, Severity: r.Sev, Impact: impact, Message: "m", Explains: r.Explains,
+	return rules.Result{Rule: r, Outcome: rules.Fired, Severity: r.Sev, Impact: impact, ImpactMax: impact, Message: "m", Explains: r.Explains,
 		Evidence: map[string]float64{"stage.ttft.mean": 1}}
 }
 
@@ -202,5 +202,18 @@ func TestLatencyMapFromPartsWhenTTFTExcludesQueue(t *testing.T) {
 	}
 	if len(d.Inconsistencies) != 1 || d.Inconsistencies[0].Check != "ttft-excludes-queue" {
 		t.Fatalf("inconsistencies %+v", d.Inconsistencies)
+	}
+}
+
+// A cause lowered to info (by config) cannot be the verdict, so it cannot
+// hide the critical finding it would explain.
+func TestInfoCauseExplainsNothing(t *testing.T) {
+	kv := rule(t, "kv/a", "kv-capacity", "critical", "queueing", "")
+	q := rule(t, "queue/a", "queueing", "critical", "", "")
+	info := fired(kv, 0.9)
+	info.Severity = rules.Info
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{info, fired(q, 0.9)}, nil)
+	if d.Primary.Rule != "queue/a" || d.Primary.Status != "found" {
+		t.Fatalf("primary %+v", d.Primary)
 	}
 }

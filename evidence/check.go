@@ -15,6 +15,8 @@ const (
 	// A residual front this large beside a queue is the queue moving.
 	frontSlack = 0.3
 	frontFloor = 0.05 // seconds
+	// movingTrend: TTFT p99 changing by half its mean over the window.
+	movingTrend = 0.5
 )
 
 // finishDists are observed once per finished request from the same place in
@@ -27,6 +29,7 @@ var finishDists = []string{"cond.prompt_tokens", "cond.output_tokens", "stage.qu
 // fields already set (by a fixture, say) are kept. Members are checked too.
 func Check(e *Evidence) {
 	countsAgree(e)
+	sameRequests(e)
 	st := &e.Values.Stage
 	ttft, q, p := st.TTFT.Mean, st.Queue.Mean, st.Prefill.Mean
 	e2e, dec := e.Values.Service.E2E.Mean, st.Decode.Mean
@@ -68,7 +71,10 @@ func Check(e *Evidence) {
 		// While requests queue, TTFT (observed at the first token) and the
 		// stage times (at the finish) cover different requests: a large
 		// residual is the queue moving, not time before the engine.
-		if w := e.Values.Service.Waiting.Mean; Present(w) && w >= 1 && front > math.Max(frontSlack*ttft, frontFloor) {
+		// Only a queue that moved: a steady one leaves a real front alone.
+		trend := e.Values.Stage.TTFTP99Trend
+		if w := e.Values.Service.Waiting.Mean; Present(w) && w >= 1 && Present(trend) && math.Abs(trend) >= movingTrend &&
+			front > math.Max(frontSlack*ttft, frontFloor) {
 			e.AddInconsistency(Inconsistency{Check: "ttft-covers-other-requests", Fields: []string{"stage.front_mean", "stage.share.front"},
 				Note: fmt.Sprintf("mean TTFT %s exceeds queue %s + prefill %s by %s while %.0f requests wait on average: TTFT counts requests at their first token, queue and prefill at their finish, so in a moving queue they cover different requests; front time is withheld and shares come from queue and prefill",
 					secs(ttft), secs(q), secs(p), secs(front), w)})
@@ -101,6 +107,21 @@ func Check(e *Evidence) {
 	}
 	if itl := st.ITL; Present(itl.P99) && itl.P99 > 0 && Present(itl.P50) && e.Inconsistent("stage.itl") == "" {
 		setIfMissing(&sh.ITLTail, math.Max(0, (itl.P99-itl.P50)/itl.P99))
+	}
+	// Upper bounds: the share where known; else a stage's part of what is
+	// known to be inside TTFT (queue + prefill ≤ TTFT) or end-to-end.
+	mx := &st.ShareMax
+	setIfMissing(&mx.Queue, sh.Queue)
+	setIfMissing(&mx.Prefill, sh.Prefill)
+	setIfMissing(&mx.Front, sh.Front)
+	setIfMissing(&mx.Decode, sh.Decode)
+	setIfMissing(&mx.ITLTail, sh.ITLTail)
+	if Present(q) && Present(p) && q+p > 0 {
+		setIfMissing(&mx.Queue, q/(q+p))
+		setIfMissing(&mx.Prefill, p/(q+p))
+	}
+	if t := st.TTFT.Mean; Present(e2e) && e2e > 0 && Present(t) && e.Inconsistent("stage.ttft") == "" {
+		setIfMissing(&mx.Decode, (e2e-t)/e2e)
 	}
 	for _, path := range []string{"stage.share.queue", "stage.share.prefill", "stage.share.front", "stage.share.decode", "stage.share.itl_tail"} {
 		if f, _ := Lookup(path); Present(e.Values.Get(f)) {
@@ -160,6 +181,28 @@ func countsAgree(e *Evidence) {
 					n, ref, tol, n-ref)})
 		}
 	}
+}
+
+// sameRequests names a request file that cannot cover the requests the
+// server's metrics do: clients see every first token after the server does,
+// so a client TTFT well below the server's is another population, and what
+// the file gave is withheld rather than mixed with the server's numbers.
+func sameRequests(e *Evidence) {
+	c, s := e.Values.Service.ClientTTFT.Mean, e.Values.Stage.TTFT.Mean
+	if !Present(c) || !Present(s) || c >= s*(1-partsSlack)-partsFloor {
+		return
+	}
+	if src, ok := e.SourceOf("stage.ttft"); ok && src.Metric == "requests" {
+		return
+	}
+	fields := []string{"service.client_ttft", "service.network_share"}
+	for _, p := range []string{"stage.queue", "stage.prefill", "stage.decode"} {
+		if src, ok := e.SourceOf(p); ok && src.Metric == "requests" {
+			fields = append(fields, p)
+		}
+	}
+	e.AddInconsistency(Inconsistency{Check: "requests-not-the-window", Fields: fields,
+		Note: fmt.Sprintf("clients' mean TTFT %s is below the server's %s, which it contains: the request file covers other requests than the metrics' window, so what it gave is withheld", secs(c), secs(s))})
 }
 
 func over(whole float64) float64 { return whole*(1+partsSlack) + partsFloor }

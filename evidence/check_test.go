@@ -128,11 +128,20 @@ func TestSiblingCountsMustAgree(t *testing.T) {
 func TestMovingQueueWithholdsFront(t *testing.T) {
 	e := withStages(30, 17, 0.4, 37, 67)
 	e.Values.Service.Waiting.Mean = 150
+	e.Values.Stage.TTFTP99Trend = 1.4
 	Check(e)
 	s := e.Values.Stage.Share
 	if checks(e) != "ttft-covers-other-requests:stage.front_mean,stage.share.front" || Present(e.Values.Stage.FrontMean) ||
 		Present(s.Front) || math.Abs(s.Queue-17/17.4) > 1e-9 {
 		t.Fatalf("checks %q front %v shares %+v", checks(e), e.Values.Stage.FrontMean, s)
+	}
+	// A steady queue beside a slow API server: the residual is front time.
+	e = withStages(0.3, 0.06, 0.01, 3, 3.3)
+	e.Values.Service.Waiting.Mean = 3
+	e.Values.Stage.TTFTP99Trend = 0.05
+	Check(e)
+	if checks(e) != "" || math.Abs(e.Values.Stage.FrontMean-0.23) > 1e-9 {
+		t.Fatalf("steady queue: checks %q front %v", checks(e), e.Values.Stage.FrontMean)
 	}
 	// Without a queue the same residual is front time (a slow API server).
 	e = withStages(0.3, 0.01, 0.05, 3, 3.3)
@@ -159,6 +168,38 @@ func TestTTFTCountingUnfinishedRequestsIsWithheld(t *testing.T) {
 	e = withStages(2, 1.5, 0.4, 6, 8)
 	e.Values.Stage.TTFT.Count = 1200
 	e.Values.Service.Running.Max = 256
+	Check(e)
+	if checks(e) != "" {
+		t.Fatalf("checks %q", checks(e))
+	}
+}
+
+// With TTFT withheld, each stage is at most its part of queue + prefill:
+// enough to cap a finding about a small stage.
+func TestShareMaxBoundsWithoutTTFT(t *testing.T) {
+	e := withStages(2.9, 0.056, 2.9, 8, 11)
+	e.Values.Stage.TTFT.Count = 1600 // far more first tokens than finished
+	Check(e)
+	mx := e.Values.Stage.ShareMax
+	if Present(e.Values.Stage.Share.Queue) || math.Abs(mx.Queue-0.056/2.956) > 1e-9 || math.Abs(mx.Prefill-2.9/2.956) > 1e-9 {
+		t.Fatalf("checks %q share %+v max %+v", checks(e), e.Values.Stage.Share, mx)
+	}
+}
+
+// A request file whose clients saw first tokens sooner than the server
+// produced them covers other requests: what it gave is withheld.
+func TestRequestFileOfOtherRequests(t *testing.T) {
+	e := withStages(1.95, 1.8, 0.13, 7, 8.9)
+	e.Values.Service.ClientTTFT = dist(200, 0.25)
+	e.Cite("service.client_ttft", Source{Metric: "requests"})
+	e.Cite("stage.prefill", Source{Metric: "requests"})
+	Check(e)
+	if checks(e) != "requests-not-the-window:service.client_ttft,service.network_share,stage.prefill" {
+		t.Fatalf("checks %q", checks(e))
+	}
+	// Clients a little slower than the server: the same requests.
+	e = withStages(1.95, 1.8, 0.13, 7, 8.9)
+	e.Values.Service.ClientTTFT = dist(200, 2.0)
 	Check(e)
 	if checks(e) != "" {
 		t.Fatalf("checks %q", checks(e))

@@ -90,6 +90,10 @@ type Stage struct {
 	ITLStallSeconds float64 `expr:"itl_stall_seconds"`
 	// Share is how much of the latency users see each stage holds.
 	Share Shares `expr:"share"`
+	// ShareMax bounds each share from above where the share itself is
+	// unknown (TTFT withheld: a stage is at most its part of queue +
+	// prefill); equal to Share where that is known.
+	ShareMax Shares `expr:"share_max"`
 }
 
 // Shares are the parts of user-visible latency, as ratios 0..1: queue,

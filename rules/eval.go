@@ -34,8 +34,9 @@ type Result struct {
 	// Stage is the part of latency the rule's bottleneck holds or slows.
 	Stage string
 	// Impact is the share of that latency the finding accounts for: NaN
-	// when the share is unknown.
-	Impact float64
+	// when the share is unknown. ImpactMax bounds it from above where it is
+	// unknown (and equals it where known): enough to cap a small stage.
+	Impact, ImpactMax float64
 	// Bound, on a quiet result, says why the rule could not fire although
 	// some of what it reads is missing.
 	Bound string
@@ -144,7 +145,7 @@ func verdict(rs []Result, minShare float64) Verdict {
 		if r.Outcome != Fired || r.Suppressed != "" {
 			continue
 		}
-		switch CapSeverity(r.Severity, r.Impact, minShare) {
+		switch CapSeverity(r.Severity, r.ImpactMax, minShare) {
 		case Critical:
 			v.Critical++
 		case Warning:
@@ -162,16 +163,23 @@ func verdict(rs []Result, minShare float64) Verdict {
 }
 
 // CapSeverity lowers a critical finding whose stage holds less than
-// minShare of the latency to a warning; an unknown impact caps nothing.
-func CapSeverity(s Severity, impact, minShare float64) Severity {
-	if s == Critical && evidence.Present(impact) && impact < minShare {
+// minShare of the latency to a warning. Its upper bound decides where the
+// impact is unknown; with neither known, nothing is capped.
+func CapSeverity(s Severity, impactMax, minShare float64) Severity {
+	if s == Critical && Capped(impactMax, minShare) {
 		return Warning
 	}
 	return s
 }
 
+// Capped reports whether a finding whose impact is at most impactMax is too
+// small to be critical or the verdict.
+func Capped(impactMax, minShare float64) bool {
+	return evidence.Present(impactMax) && impactMax < minShare
+}
+
 func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) Result {
-	res := Result{Rule: r, Severity: cfg.severity(r), Stage: r.Stage, Impact: math.NaN()}
+	res := Result{Rule: r, Severity: cfg.severity(r), Stage: r.Stage, Impact: math.NaN(), ImpactMax: math.NaN()}
 	env.Params = cfg.params(r)
 	if r.applies != nil {
 		if res.Missing = missing(r.appliesReads, e, cfg); len(res.Missing) > 0 {
@@ -220,6 +228,12 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 		if x := e.Values.Get(*r.share); evidence.Present(x) && e.Inconsistent(r.share.Path) == "" {
 			res.Impact = math.Max(0, math.Min(1, x))
 		}
+		if x := e.Values.Get(*r.shareMax); evidence.Present(x) {
+			res.ImpactMax = math.Max(0, math.Min(1, x))
+		}
+	}
+	if evidence.Present(res.Impact) {
+		res.ImpactMax = res.Impact
 	}
 	res.Explains = append([]string(nil), r.Explains...)
 	for _, b := range sortedKeys(r.explainsIf) {

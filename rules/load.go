@@ -157,7 +157,8 @@ func Parse(file string, data []byte) (*Rule, error) {
 	}
 	if r.Stage != "" {
 		f, _ := evidence.Lookup("stage.share." + r.Stage)
-		r.share = &f
+		m, _ := evidence.Lookup("stage.share_max." + r.Stage)
+		r.share, r.shareMax = &f, &m
 	}
 	sev, err := ParseSeverity(spec.Severity)
 	if err != nil {

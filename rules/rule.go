@@ -159,10 +159,11 @@ type Rule struct {
 	when, impact, applies *vm.Program
 	bounds, conjuncts     []bound
 	explainsIf            map[string]bound
-	// share is the stage's share field, the default impact.
-	share        *evidence.Field
-	appliesReads []evidence.Field
-	says, ok     *template.Template
+	// share is the stage's share field, the default impact, and shareMax
+	// its upper bound.
+	share, shareMax *evidence.Field
+	appliesReads    []evidence.Field
+	says, ok        *template.Template
 	// reads are the evidence fields the condition, impact and message read.
 	reads []evidence.Field
 	// usesVerdict: the rule reads other rules' results and runs after them.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -318,6 +319,64 @@ func init() {
 				code, _, errOut := runCLI(t, "diagnose", "--snapshot", p)
 				if code != 2 || !strings.Contains(errOut, "larger than 64 MiB") {
 					t.Fatalf("exit %d: %q", code, errOut)
+				}
+			}},
+	)
+}
+
+func init() {
+	robustCases = append(robustCases,
+		robustCase{Area: "exposition", Input: "a histogram series repeated (the parser folds it into one)",
+			Want: "withheld and named: its buckets come twice, and which copy is right cannot be told",
+			Test: func(t *testing.T) {
+				end := exampleText(t, "queueing", "end.prom")
+				block := regexp.MustCompile(`(?m)^vllm:time_to_first_token_seconds_(bucket|count|sum)\{.*\n`).FindAllString(end, -1)
+				end = strings.Replace(end, block[len(block)-1], block[len(block)-1]+strings.Join(block, ""), 1)
+				withheld(t, lintJSON(t, exampleText(t, "queueing", "start.prom"), end), "vllm:time_to_first_token_seconds", "stage.ttft", "appears twice")
+			}},
+		robustCase{Area: "exposition", Input: "a federation dump: each series once, at slightly different times",
+			Want: "one reading, not a window of a few seconds",
+			Test: func(t *testing.T) {
+				s := exampleText(t, "queueing", "end.prom")
+				n := 0
+				s = regexp.MustCompile(`(?m)^(vllm:[a-z_:]+\{[^}]*\} [0-9.e+-]+)$`).ReplaceAllStringFunc(s, func(line string) string {
+					n++
+					return line + " " + strconv.Itoa(1753795000000+n*37)
+				})
+				v := lintJSON(t, s)
+				if x := evidenceNumber(v.Targets[0].Evidence, "cond.window_seconds"); x == x {
+					t.Errorf("window of %v s from one dump", x)
+				}
+			}},
+		robustCase{Area: "window", Input: "a series in the first snapshot and missing from the last (a file cut inside a family)",
+			Want: "the family is withheld and named, never the series' since-start total counted as the window",
+			Test: func(t *testing.T) {
+				end := exampleText(t, "queueing", "end.prom")
+				end = regexp.MustCompile(`(?m)^vllm:request_prefill_time_seconds_(bucket|count|sum)\{.*\n`).ReplaceAllString(end, "")
+				withheld(t, lintJSON(t, exampleText(t, "queueing", "start.prom"), end), "vllm:request_prefill_time_seconds", "stage.prefill", "missing")
+			}},
+		robustCase{Area: "window", Input: "two snapshot files written moments apart, no timestamps, no --snapshot-interval",
+			Want: "exit 2, one line: cannot tell how far apart they were taken, pass --snapshot-interval; never a window of milliseconds",
+			Test: func(t *testing.T) {
+				dir := t.TempDir()
+				a, b := filepath.Join(dir, "a.prom"), filepath.Join(dir, "b.prom")
+				os.WriteFile(a, []byte(exampleText(t, "queueing", "start.prom")), 0o644)
+				os.WriteFile(b, []byte(exampleText(t, "queueing", "end.prom")), 0o644)
+				now := time.Now()
+				os.Chtimes(a, now, now)
+				os.Chtimes(b, now.Add(4*time.Millisecond), now.Add(4*time.Millisecond))
+				oneLine2(t, "pass --snapshot-interval", "diagnose", "--snapshot", a, "--snapshot", b)
+			}},
+		robustCase{Area: "exposition", Input: "V0's prefix cache hit rate of -1 (prefix caching off)",
+			Want: "read as no number, not as a contradiction",
+			Test: func(t *testing.T) {
+				s := edit(t, exampleText(t, "v0-healthy", "end.prom"), `(?m)^(vllm:gpu_prefix_cache_hit_rate\{[^}]*\}) .*$`, "${1} -1.0")
+				v := lintJSON(t, s)
+				for _, in := range v.Targets[0].Inconsistencies {
+					t.Errorf("named as inconsistent: %+v", in)
+				}
+				if x := evidenceNumber(v.Targets[0].Evidence, "resource.prefix_hit_rate"); x == x {
+					t.Errorf("hit rate %v from -1", x)
 				}
 			}},
 	)

@@ -188,9 +188,18 @@ func (a *Accumulator) Fill(e *evidence.Evidence, from string) {
 	set(&v.Service.ClientITL, &a.itl, "service.client_itl")
 	set(&v.Cond.PromptTokens, &a.prompt, "cond.prompt_tokens")
 	set(&v.Cond.OutputTokens, &a.output, "cond.output_tokens")
-	set(&v.Stage.Queue, &a.queue, "stage.queue")
-	set(&v.Stage.Prefill, &a.prefill, "stage.prefill")
-	set(&v.Stage.Decode, &a.decode, "stage.decode")
+	// Server-side stage times from a request file fill in where the server's
+	// own histograms are missing; beside them they would be shares of
+	// another population's TTFT.
+	for _, x := range []struct {
+		dst  *evidence.Dist
+		d    *dist
+		path string
+	}{{&v.Stage.Queue, &a.queue, "stage.queue"}, {&v.Stage.Prefill, &a.prefill, "stage.prefill"}, {&v.Stage.Decode, &a.decode, "stage.decode"}} {
+		if !evidence.Present(x.dst.Count) || !evidence.Present(v.Stage.TTFT.Count) {
+			set(x.dst, x.d, x.path)
+		}
+	}
 	if a.n > 0 {
 		v.Service.ClientRequests = a.n
 		v.Service.ClientFailedShare = a.failed / a.n

@@ -31,7 +31,15 @@ func lintHistogram(h histSample, hasSum, hasCount bool) string {
 		return fmt.Sprintf("_count is %g", h.count)
 	}
 	prev := 0.0
-	for _, b := range h.buckets {
+	for i, b := range h.buckets {
+		if math.IsNaN(b.UpperBound) {
+			return "a bucket's le is NaN"
+		}
+		if i > 0 && b.UpperBound == h.buckets[i-1].UpperBound {
+			// The text parser folds a repeated series into one: its buckets
+			// come twice.
+			return fmt.Sprintf("bucket le=%g appears twice: the series is repeated, and which copy is right cannot be told", b.UpperBound)
+		}
 		if !finite(b.Count) {
 			return fmt.Sprintf("bucket le=%g holds %g", b.UpperBound, b.Count)
 		}
@@ -128,14 +136,23 @@ func (u untypedParts) histograms() map[string]map[string]histSample {
 // timestamp, each with every comment line, oldest first. It returns nil for
 // an exposition with one reading. The text parser cannot do this itself: it
 // folds a histogram's lines into one series whatever their timestamps.
-func splitByTime(data []byte) (times []int64, docs [][]byte, unstamped int) {
+func splitByTime(data []byte) (times []int64, docs [][]byte, unstamped int, err error) {
 	lines := bytes.Split(data, []byte("\n"))
 	stamp := make([]int64, len(lines))
 	seen := map[int64]bool{}
+	// Several readings means one series at several times; series stamped at
+	// different times once each (a federation dump) are one reading.
+	firstAt := map[string]int64{}
+	repeated := false
+	var comments int
 	for i, l := range lines {
 		stamp[i] = -1
 		t := bytes.TrimSpace(l)
-		if len(t) == 0 || t[0] == '#' {
+		if len(t) == 0 {
+			continue
+		}
+		if t[0] == '#' {
+			comments += len(l) + 1
 			continue
 		}
 		line := string(t)
@@ -148,18 +165,27 @@ func splitByTime(data []byte) (times []int64, docs [][]byte, unstamped int) {
 			unstamped++
 			continue
 		}
-		ms, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
+		ms, perr := strconv.ParseInt(f[1], 10, 64)
+		if perr != nil {
 			continue
 		}
 		stamp[i] = ms
+		if at, ok := firstAt[line[:end]]; ok && at != ms {
+			repeated = true
+		} else if !ok {
+			firstAt[line[:end]] = ms
+		}
 		if !seen[ms] {
 			seen[ms] = true
 			times = append(times, ms)
 		}
 	}
-	if len(times) < 2 {
-		return nil, nil, 0
+	if len(times) < 2 || !repeated {
+		return nil, nil, 0, nil
+	}
+	// Every reading repeats the comment lines: bound what that costs.
+	if cost := comments*len(times) + len(data); cost > maxSplit {
+		return nil, nil, 0, fmt.Errorf("holds %d readings; split into readings it would take %d MiB, over the %d MiB allowed: give fewer readings per file", len(times), cost>>20, maxSplit>>20)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	index := map[int64]int{}
@@ -185,8 +211,11 @@ func splitByTime(data []byte) (times []int64, docs [][]byte, unstamped int) {
 	for k := range bufs {
 		docs[k] = bufs[k].Bytes()
 	}
-	return times, docs, unstamped
+	return times, docs, unstamped, nil
 }
+
+// maxSplit bounds the documents a file of several readings is split into.
+const maxSplit = 256 << 20
 
 // known finds the catalogue entry of a family llmdoctor reads.
 func known(name string) (vllm.Metric, bool) {

@@ -90,7 +90,10 @@ func ParseSeries(data []byte, contentType string) ([]*Snapshot, error) {
 		}
 		data = text
 	}
-	times, docs, unstamped := splitByTime(data)
+	times, docs, unstamped, err := splitByTime(data)
+	if err != nil {
+		return nil, err
+	}
 	if times == nil {
 		s, err := parseText(data)
 		if err != nil {
@@ -209,6 +212,9 @@ func fromFamilies(fams []*dto.MetricFamily) *Snapshot {
 			switch m.Kind {
 			case vllm.Counter, vllm.Gauge:
 				v := scalar(met)
+				if v == -1 && m.Key == vllm.PrefixHitGauge {
+					continue // V0's way of saying prefix caching is off: no number
+				}
 				if !finite(v) {
 					withhold(name, fmt.Sprintf("the series {%s} holds %g, not a count or a level", strings.TrimSuffix(key, ","), v))
 					continue

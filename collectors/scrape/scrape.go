@@ -236,7 +236,7 @@ func hostPort(u string) string {
 func Files(paths []string, interval time.Duration) (*window.Window, error) {
 	snaps := make([]*Snapshot, 0, len(paths))
 	var names []string
-	stamped := false
+	stamped, byMtime := false, false
 	for _, p := range paths {
 		data, err := readLimited(p)
 		if err != nil {
@@ -266,6 +266,7 @@ func Files(paths []string, interval time.Duration) (*window.Window, error) {
 			s.Time = s.Latest
 		case st != nil:
 			s.Time = st.ModTime()
+			byMtime = true
 		}
 		snaps = append(snaps, s)
 		names = append(names, p)
@@ -276,6 +277,15 @@ func Files(paths []string, interval time.Duration) (*window.Window, error) {
 				if stamped || !snaps[i-1].Latest.IsZero() {
 					return nil, fmt.Errorf("%s was taken before %s, which comes ahead of it: give the snapshots oldest first", names[i], names[i-1])
 				}
+				return nil, &SpacingError{Files: []string{names[i-1], names[i]}}
+			}
+		}
+	}
+	// Files written moments apart (a checkout, a copy) say nothing about
+	// when they were scraped.
+	if byMtime {
+		for i := 1; i < len(snaps); i++ {
+			if snaps[i].Time.Sub(snaps[i-1].Time) < minMtimeGap {
 				return nil, &SpacingError{Files: []string{names[i-1], names[i]}}
 			}
 		}
@@ -292,6 +302,9 @@ func Files(paths []string, interval time.Duration) (*window.Window, error) {
 	}
 	return w, nil
 }
+
+// minMtimeGap is the least spacing file modification times are trusted for.
+const minMtimeGap = 5 * time.Second
 
 // SpacingError says the spacing of snapshots is unknown (Readings 0: two
 // files without timestamps), or given although a file carries its own

@@ -34,6 +34,9 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 		}
 		return o
 	}
+	// Series read earlier and missing from the last reading: what they
+	// counted over the window is unknown.
+	lost := map[string]string{}
 	seenNote := map[string]bool{}
 	for _, s := range snaps {
 		for _, n := range s.Notes {
@@ -55,6 +58,9 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 				} else if i == 0 && len(snaps) > 1 {
 					vals[i] = 0
 				}
+			}
+			if len(snaps) > 1 && math.IsNaN(vals[len(vals)-1]) && !math.IsNaN(lastPresent(vals)) {
+				lost[name] = key
 			}
 			inc, resets := window.CounterIncrease(vals)
 			if w.Cumulative {
@@ -81,6 +87,9 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 
 	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return keys(s.Histograms) }) {
 		for _, key := range seriesKeys(snaps, func(s *Snapshot) map[string]histSample { return s.Histograms[name] }) {
+			if _, atEnd := snaps[len(snaps)-1].Histograms[name][key]; !atEnd && len(snaps) > 1 {
+				lost[name] = key
+			}
 			var seq []*histSample
 			for i, s := range snaps {
 				if h, ok := s.Histograms[name][key]; ok {
@@ -104,6 +113,20 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 		for _, l := range infos {
 			w.Infos[name] = append(w.Infos[name], window.Info{Labels: label(l)})
 		}
+	}
+	for _, s := range snaps {
+		for name := range s.Withheld {
+			delete(lost, name) // the lint said why already
+		}
+	}
+	for name := range lost {
+		if !snaps[len(snaps)-1].Declared[name] {
+			delete(lost, name) // the whole family is gone: integrity says so
+		}
+	}
+	for _, name := range sortedSet(boolKeys(lost)) {
+		w.Withhold(name, fmt.Sprintf("the series {%s} is in an earlier reading and missing from the last (a file cut short, or an exporter that restarted): what it counted over the window is unknown",
+			strings.TrimSuffix(lost[name], ",")))
 	}
 	integrity(w, snaps)
 	return w
