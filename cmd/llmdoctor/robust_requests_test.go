@@ -261,3 +261,21 @@ func init() {
 			oneLine2(t, "line 1 is longer than 64 MiB", "diagnose", "--requests", p)
 		}})
 }
+
+func init() {
+	robustCases = append(robustCases, robustCase{Area: "requests", Input: "--requests of long non-streaming requests (ttft = e2e, two minutes, thousands of tokens)",
+		Want: "read as seconds: e2e ÷ output tokens is a sane time per token, whatever TTFT looks like",
+		Test: func(t *testing.T) {
+			var b strings.Builder
+			for i := 0; i < 40; i++ {
+				e2e := 110 + float64(i)
+				fmt.Fprintf(&b, `{"request_id":"r%d","prompt_tokens":800,"output_tokens":%d,"ttft":%g,"e2e":%g,"streaming":false}`+"\n", i, 3000+50*i, e2e, e2e)
+			}
+			p := filepath.Join(t.TempDir(), "nonstream.jsonl")
+			os.WriteFile(p, []byte(b.String()), 0o644)
+			code, _, errOut := runCLI(t, "diagnose", "--requests", p, "--format", "json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+		}})
+}

@@ -75,11 +75,14 @@ type quality struct {
 	ms      uint16
 	// Raw values, before validation, for telling units apart.
 	ttft, tpot, itl sample
+	// whole is e2e ÷ output tokens: an upper bound of the time per token,
+	// the witness left when a client does not stream (e2e = ttft).
+	whole sample
 }
 
 func newQuality(where string) quality {
 	return quality{where: where, skipped: map[reason]int{}, first: map[reason]string{},
-		ttft: newSample(2), tpot: newSample(3), itl: newSample(4)}
+		ttft: newSample(2), tpot: newSample(3), itl: newSample(4), whole: newSample(5)}
 }
 
 // skip counts a row left out and remembers the first of each reason.
@@ -230,6 +233,9 @@ func (q *quality) sampleUnits(r *Record) {
 	if evidence.Present(r.TTFT) && evidence.Present(r.E2E) && r.E2E > r.TTFT && r.Output >= 2 {
 		q.tpot.add((r.E2E - r.TTFT) / (r.Output - 1))
 	}
+	if evidence.Present(r.E2E) && r.E2E > 0 && r.Output >= 2 {
+		q.whole.add(r.E2E / r.Output)
+	}
 	for _, x := range r.ITLs {
 		if evidence.Present(x) && x > 0 {
 			q.itl.add(x)
@@ -281,6 +287,11 @@ func (q *quality) units(from, kind string) error {
 		if !ttftMs {
 			return nil // per-token time is the better witness: TTFT alone may be queueing
 		}
+	}
+	// A long request that did not stream still took a sane time per token:
+	// seconds, whatever its TTFT.
+	if !ttftMs && !e2eMs && q.whole.n() >= minTPOTRows && q.whole.quantile(0.5) <= msPerTokenAbove {
+		return nil
 	}
 	if q.ttft.n() >= minTTFTRows {
 		m, p10 := q.ttft.quantile(0.5), q.ttft.quantile(0.1)
