@@ -145,7 +145,7 @@ func verdict(rs []Result, minShare float64) Verdict {
 		if r.Outcome != Fired || r.Suppressed != "" {
 			continue
 		}
-		switch CapSeverity(r.Severity, r.ImpactMax, minShare) {
+		switch CapSeverity(r.Severity, causeMax(r, rs), minShare) {
 		case Critical:
 			v.Critical++
 		case Warning:
@@ -160,6 +160,28 @@ func verdict(rs []Result, minShare float64) Verdict {
 	}
 	v.Bottlenecks = float64(len(bn))
 	return v
+}
+
+// causeMax is a finding's impact bound raised to those of the findings it
+// explains, as the advisor weighs a cause; an effect without a bound leaves
+// the cause unbounded.
+func causeMax(r Result, rs []Result) float64 {
+	m := r.ImpactMax
+	if r.Severity < Warning {
+		return m // an info finding explains nothing
+	}
+	for _, o := range rs {
+		if o.Outcome != Fired || o.Suppressed != "" || o.Rule == r.Rule || !slices.Contains(r.Explains, o.Rule.Bottleneck) {
+			continue
+		}
+		if !evidence.Present(o.ImpactMax) {
+			return math.NaN()
+		}
+		if evidence.Present(m) {
+			m = math.Max(m, o.ImpactMax)
+		}
+	}
+	return m
 }
 
 // CapSeverity lowers a critical finding whose stage holds less than

@@ -215,3 +215,23 @@ func TestExplainsIfHoldsOnlyWhereItsConditionDoes(t *testing.T) {
 		}
 	}
 }
+
+// The verdict summary weighs a cause as the advisor does: a KV finding on a
+// small queue share that explains a large one stays critical, so a rule
+// judging "no critical finding" does not contradict the report.
+func TestVerdictSummaryWeighsCauses(t *testing.T) {
+	s := builtinSet(t)
+	kv, _ := s.Get("kv/preemption")
+	q, _ := s.Get("queue/ttft-dominated")
+	rs := []Result{
+		{Rule: kv, Outcome: Fired, Severity: Critical, Impact: 0.05, ImpactMax: 0.05, Explains: kv.Explains},
+		{Rule: q, Outcome: Fired, Severity: Critical, Impact: 0.8, ImpactMax: 0.8},
+	}
+	if v := verdict(rs, DefaultMinShare); v.Critical != 2 {
+		t.Fatalf("critical %v, want 2: the cause takes its effect's share", v.Critical)
+	}
+	rs[1].ImpactMax, rs[1].Impact = 0.1, 0.1
+	if v := verdict(rs, DefaultMinShare); v.Critical != 0 {
+		t.Fatalf("critical %v, want 0: both stages are small", v.Critical)
+	}
+}
