@@ -517,7 +517,7 @@ func (c *Config) Validate(sets ...*Set) error {
 		for _, p := range sortedKeys(o.Params) {
 			if _, ok := r.Params[p]; !ok {
 				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: UnknownParam, Rule: id,
-					Problem: fmt.Sprintf("the rule has no such param (it has %v)", keysOf(r.Params))}
+					Problem: fmt.Sprintf("the rule has no such param (it has %v)", sortedKeys(r.Params))}
 			}
 		}
 	}
@@ -556,15 +556,6 @@ func (c *Config) Expired() []Suppression {
 			out = append(out, s)
 		}
 	}
-	return out
-}
-
-func keysOf(m map[string]float64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -62,12 +62,7 @@ func liveSim(t *testing.T, scenario string, speed float64) (vllmURL, dcgmHost st
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := sim.New(sc, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.AdvanceTo(sc.Warmup.Seconds())
-	h := sim.NewServer(e, 0, speed).Handler()
+	h := simHandler(t, sc, 0, speed)
 	v := httptest.NewServer(h)
 	d := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = "/dcgm" + r.URL.Path

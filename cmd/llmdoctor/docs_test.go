@@ -29,15 +29,7 @@ func TestWritingRulesExamplesRun(t *testing.T) {
 	if len(blocks) != 4 {
 		t.Fatalf("want the rule, two cases and a config in docs/writing-rules.md, found %d yaml blocks", len(blocks))
 	}
-	dir := t.TempDir()
-	tests := filepath.Join(dir, "team", "slow-ttft.tests")
-	os.MkdirAll(tests, 0o755)
-	os.WriteFile(filepath.Join(dir, "team", "slow-ttft.yaml"), []byte(blocks[0]), 0o644)
-	for _, b := range blocks[1:3] {
-		name := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(b, "\n", 2)[0], "# slow-ttft.tests/"))
-		name = strings.SplitN(name, ":", 2)[0]
-		os.WriteFile(filepath.Join(tests, name), []byte(b), 0o644)
-	}
+	dir := writingRulesDir(t)
 	code, out, errOut := runCLI(t, "rules", "test", dir)
 	if code != 0 || !strings.Contains(out, "2 passed, 0 failed") {
 		t.Fatalf("rules test: %d %s %s", code, out, errOut)

@@ -26,19 +26,26 @@ func serveScenario(t *testing.T, name string, seed int64, change ...func(*sim.Sc
 	for _, c := range change {
 		c(sc)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: simHandler(t, sc, sc.Duration/demoScrapes, 0)}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return "http://" + ln.Addr().String() + "/metrics"
+}
+
+// simHandler serves a scenario's simulator from the end of its warm-up:
+// step mode (each scrape moves the clock by step) or speed mode.
+func simHandler(t *testing.T, sc *sim.Scenario, step time.Duration, speed float64) http.Handler {
+	t.Helper()
 	e, err := sim.New(sc, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.AdvanceTo(sc.Warmup.Seconds())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: sim.NewServer(e, sc.Duration/demoScrapes, 0).Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	return "http://" + ln.Addr().String() + "/metrics"
+	return sim.NewServer(e, step, speed).Handler()
 }
 
 // Three healthy replicas and one that queues: the fleet rule names it.

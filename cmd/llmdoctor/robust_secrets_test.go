@@ -151,12 +151,7 @@ func newSecretEnv(t *testing.T) *secretEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := sim.New(sc, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.AdvanceTo(sc.Warmup.Seconds())
-	env := &secretEnv{sim: sim.NewServer(e, fixtureStep, 0).Handler()}
+	env := &secretEnv{sim: simHandler(t, sc, fixtureStep, 0)}
 	plain := httptest.NewServer(env.sim)
 	t.Cleanup(plain.Close)
 	env.plainSim = plain.URL

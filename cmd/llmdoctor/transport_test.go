@@ -51,12 +51,7 @@ func diagnoseVia(t *testing.T, args ...string) transportView {
 // one URL adds no instance label, and no second scrape races for the clock.
 func serveStepped(t *testing.T, sc *sim.Scenario) string {
 	t.Helper()
-	e, err := sim.New(sc, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.AdvanceTo(sc.Warmup.Seconds())
-	h := sim.NewServer(e, fixtureStep, 0).Handler()
+	h := simHandler(t, sc, fixtureStep, 0)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i, path := range []string{"/metrics", "/dcgm/metrics"} {
 			rec := httptest.NewRecorder()

@@ -196,6 +196,21 @@ func TestOneSecondWindowFiresNothing(t *testing.T) {
 			t.Fatalf("--step %s: exit %d, stdout %q, stderr %q", step, code, out, errOut)
 		}
 	}
+	// One scrape of a server whose batch is pinned and queue full: one
+	// gauge sample is a moment, so the gauge rules cannot judge it.
+	one := verdictOf(t, "--vllm", serveScenario(t, "queue-bound", 1), "--duration", "0s")
+	for _, f := range one.Targets[0].Findings {
+		if f.Rule == "queue/batch-full" || f.Rule == "kv/saturated" {
+			t.Errorf("%s fired from one gauge sample", f.Rule)
+		}
+	}
+	gapped := false
+	for _, g := range one.Targets[0].Gaps {
+		gapped = gapped || g.Rule == "queue/batch-full"
+	}
+	if !gapped {
+		t.Errorf("queue/batch-full is not named as lacking samples: %+v", one.Targets[0].Gaps)
+	}
 	// The same server over 15 minutes is queue-bound.
 	if full := verdictOf(t, "--prom", fx.url, "--window", "15m", "--end", end); full.Targets[0].Primary.Bottleneck != "queueing" {
 		t.Fatalf("15m verdict %+v", full.Targets[0].Primary)

@@ -124,7 +124,7 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 			delete(lost, name) // the whole family is gone: integrity says so
 		}
 	}
-	for _, name := range sortedSet(boolKeys(lost)) {
+	for _, name := range sortedSet(lost) {
 		w.Withhold(name, fmt.Sprintf("the series {%s} is in an earlier reading and missing from the last (a file cut short, or an exporter that restarted): what it counted over the window is unknown",
 			strings.TrimSuffix(lost[name], ",")))
 	}
@@ -137,7 +137,7 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 // one end of the window only, counter resets and restarts.
 func integrity(w *window.Window, snaps []*Snapshot) {
 	for _, s := range snaps {
-		for _, name := range sortedSet(boolKeys(s.Withheld)) {
+		for _, name := range sortedSet(s.Withheld) {
 			w.Withhold(name, s.Withheld[name])
 		}
 	}
@@ -163,7 +163,7 @@ func integrity(w *window.Window, snaps []*Snapshot) {
 		}
 	}
 	var resets []string
-	for _, name := range sortedSet(boolKeys(countersAndHists(w))) {
+	for _, name := range sortedSet(countersAndHists(w)) {
 		n := 0
 		for _, c := range w.Counters[name] {
 			n += c.Resets
@@ -262,14 +262,6 @@ func configOf(s *Snapshot) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
-}
-
-func boolKeys[T any](m map[string]T) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
 }
 
 func union(a, b map[string]bool) map[string]bool {
@@ -406,7 +398,7 @@ func seriesKeys[T any](snaps []*Snapshot, f func(*Snapshot) map[string]T) []stri
 	return sortedSet(set)
 }
 
-func sortedSet(set map[string]bool) []string {
+func sortedSet[T any](set map[string]T) []string {
 	out := make([]string, 0, len(set))
 	for k := range set {
 		out = append(out, k)
