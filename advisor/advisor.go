@@ -270,7 +270,7 @@ func addSkip(l []Skip, r rules.Result) []Skip {
 func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	f := Finding{Rule: r.Rule.ID, Severity: r.Severity.String(), sev: r.Severity, Bottleneck: r.Rule.Bottleneck,
 		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage, impact: r.Impact, impactMax: r.ImpactMax, layer: r.Rule.Layer,
-		Next: r.Rule.Next, Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed, Sources: map[string]string{}}
+		Next: rules.StepsFor(r.Rule.Next, e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed, Sources: map[string]string{}}
 	f.Impact = share(r.Impact)
 	if f.Next == nil {
 		f.Next = []rules.Step{}

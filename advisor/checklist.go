@@ -46,8 +46,11 @@ type Item struct {
 	Severity string `json:"severity"`
 	Status   string `json:"status"`
 	// Blocking items decide the gate; info items only advise.
-	Blocking bool               `json:"blocking"`
-	Message  string             `json:"message"`
+	Blocking bool   `json:"blocking"`
+	Message  string `json:"message"`
+	// Evidence holds the values the item's condition and message cite, by
+	// path (the fitted prompt-length slope a passing item quotes, …), so a
+	// script need not parse them out of the message.
 	Evidence map[string]float64 `json:"evidence,omitempty"`
 	// Fix says what to do when the item fails; How, what evidence to add
 	// when it cannot be checked.
@@ -69,10 +72,10 @@ func CheckTarget(e *evidence.Evidence, results []rules.Result) ChecklistTarget {
 			Docs: r.Rule.DocsPath()}
 		switch r.Outcome {
 		case rules.Fired:
-			it.Status, it.Message, it.Evidence, it.Fix = Fail, r.Message, r.Evidence, r.Rule.Next
+			it.Status, it.Message, it.Evidence, it.Fix = Fail, r.Message, r.Evidence, rules.StepsFor(r.Rule.Next, e)
 			t.Failed++
 		case rules.Quiet:
-			it.Status, it.Message = Pass, r.Rule.RenderOK(&e.Values)
+			it.Status, it.Message, it.Evidence = Pass, r.Rule.RenderOK(&e.Values), r.Evidence
 			if r.Bound != "" {
 				// Passed by a bound: say what was missing and why it could not fail.
 				it.Message = strings.TrimSpace(it.Message + " Not measured directly, but " + r.Bound + ".")

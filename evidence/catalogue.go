@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -27,21 +26,16 @@ type Field struct {
 // node documents a scalar, a Dist or a Series.
 type node struct{ unit, meaning, how string }
 
-const (
-	howV1Hist = "exported by vLLM V1 (0.8+) as %s; scrape /metrics or query Prometheus"
-	howQueue  = "vllm:request_queue_time_seconds (V1 engine, vLLM ≥ 0.7.2); V0 servers lack it: upgrade, or run with the V1 engine"
-)
-
 var docs = map[string]node{
-	"cond.prompt_tokens":          {"tokens", "prompt length per finished request", fmt.Sprintf(howV1Hist, "vllm:request_prompt_tokens")},
-	"cond.computed_prompt_tokens": {"tokens", "prompt tokens actually computed (prompt minus prefix-cache hits) per request", "vllm:request_prefill_kv_computed_tokens (vLLM ≥ 0.13)"},
-	"cond.output_tokens":          {"tokens", "generated tokens per finished request", fmt.Sprintf(howV1Hist, "vllm:request_generation_tokens")},
-	"cond.max_tokens":             {"tokens", "max_tokens requested per request (only when the client sets it)", "vllm:request_params_max_tokens; clients must send max_tokens"},
-	"cond.block_size":             {"tokens", "KV cache block size", "label block_size of vllm:cache_config_info"},
-	"cond.gpu_blocks":             {"blocks", "KV cache blocks on the GPU", "label num_gpu_blocks of vllm:cache_config_info"},
-	"cond.kv_capacity_tokens":     {"tokens", "tokens the KV cache holds (blocks × block size, all engines)", "labels num_gpu_blocks and block_size of vllm:cache_config_info"},
-	"cond.gpu_memory_utilization": {"ratio", "--gpu-memory-utilization the server runs with", "label gpu_memory_utilization of vllm:cache_config_info"},
-	"cond.prefix_caching":         {"bool", "1 when automatic prefix caching is on, 0 when off", "label enable_prefix_caching of vllm:cache_config_info"},
+	"cond.prompt_tokens":          {"tokens", "prompt length per finished request", "the engine's prompt-length histogram; scrape its /metrics or query Prometheus"},
+	"cond.computed_prompt_tokens": {"tokens", "prompt tokens actually computed (prompt minus prefix-cache hits) per request", "the engine's histogram of prompt tokens computed after prefix-cache hits"},
+	"cond.output_tokens":          {"tokens", "generated tokens per finished request", "the engine's output-length histogram; scrape its /metrics or query Prometheus"},
+	"cond.max_tokens":             {"tokens", "max_tokens requested per request (only when the client sets it)", "the engine's max_tokens histogram; clients must send max_tokens"},
+	"cond.block_size":             {"tokens", "KV cache block size", "the engine's KV cache configuration metrics"},
+	"cond.gpu_blocks":             {"blocks", "KV cache blocks on the GPU", "the engine's KV cache configuration metrics"},
+	"cond.kv_capacity_tokens":     {"tokens", "tokens the KV cache holds (blocks × block size, all engines)", "the engine's KV cache configuration metrics"},
+	"cond.gpu_memory_utilization": {"ratio", "--gpu-memory-utilization the server runs with", "the engine's KV cache configuration metrics"},
+	"cond.prefix_caching":         {"bool", "1 when automatic prefix caching is on, 0 when off", "the engine's KV cache configuration metrics"},
 	"cond.engines":                {"count", "data-parallel engines seen (engine label values)", "any V1 metric's engine label"},
 	"cond.weight_bytes":           {"bytes", "size of the model's weights", "a preset for well-known served model names, or models: {NAME: {weight_bytes: N}} in llmdoctor.yaml"},
 	"cond.prompt_len_cv":          {"ratio", "spread of prompt lengths (standard deviation ÷ mean); near 0 means every prompt has the same length", "--bench (vllm bench serve --save-result --save-detailed) or --requests (per-request JSONL/CSV)"},
@@ -52,21 +46,21 @@ var docs = map[string]node{
 	"cond.output_max_ratio":       {"ratio", "median of output tokens ÷ max_tokens: well below 1 means answers end early (EOS)", "--bench (vllm bench serve --save-result --save-detailed) or --requests (per-request JSONL/CSV) with max_tokens per request"},
 	"cond.open_loop":              {"bool", "1 when requests arrive at a set rate (open loop), 0 when the next is sent as one returns (request_rate inf)", "--bench result JSON"},
 	"cond.max_concurrency":        {"requests", "the benchmark's cap on requests in flight", "--bench result JSON with max_concurrency"},
-	"cond.stage_metrics":          {"bool", "1 when the server exports per-request queue and prefill times, 0 when it does not", "scrape vLLM's /metrics or query Prometheus"},
-	"cond.tpot_tracked":           {"bool", "1 when per-request TPOT is measured apart from TTFT (server histogram or client records)", "vLLM 0.11+ metrics, or --bench / --requests"},
+	"cond.stage_metrics":          {"bool", "1 when the server exports per-request queue and prefill times, 0 when it does not", "scrape the engine's /metrics or query Prometheus"},
+	"cond.tpot_tracked":           {"bool", "1 when time per output token is measured apart from TTFT (per-request TPOT or inter-token latency histogram, or client records)", "the engine's inter-token latency or per-request TPOT histogram, or request files (--bench / --requests)"},
 	"cond.window_seconds":         {"s", "length of the observed window", "give two snapshots, or scrape with --duration"},
 
-	"stage.ttft":               {"s", "time to first token, including queue wait and API-server time", fmt.Sprintf(howV1Hist, "vllm:time_to_first_token_seconds")},
-	"stage.queue":              {"s", "time from queued to first scheduled, per request", howQueue},
-	"stage.prefill":            {"s", "time from first scheduled to first token, per request", "vllm:request_prefill_time_seconds (V1 engine, vLLM ≥ 0.7.2)"},
-	"stage.decode":             {"s", "time from first to last token, per request", "vllm:request_decode_time_seconds (V1 engine, vLLM ≥ 0.7.2)"},
-	"stage.inference":          {"s", "time from first scheduled to last token, per request", "vllm:request_inference_time_seconds (V1 engine, vLLM ≥ 0.7.2)"},
-	"stage.itl":                {"s", "gap between engine steps while decoding (inter-token latency)", "vllm:inter_token_latency_seconds (vLLM ≥ 0.11) or vllm:time_per_output_token_seconds (older)"},
-	"stage.tpot":               {"s", "per-request time per output token after the first", "vllm:request_time_per_output_token_seconds (vLLM ≥ 0.11)"},
-	"stage.itl_stalls":         {"count", "inter-token gaps longer than 500 ms in the window: each is one stream frozen for half a second or more", "vllm:inter_token_latency_seconds buckets (0.5 is a bucket bound); vllm:time_per_output_token_seconds before 0.11"},
-	"stage.itl_stall_seconds":  {"s", "time streams spent frozen in inter-token gaps longer than 500 ms, summed over streams (estimated from the buckets, erring low)", "vllm:inter_token_latency_seconds buckets; vllm:time_per_output_token_seconds before 0.11"},
-	"stage.ttft_p99_steps":     {"s", "TTFT p99 of each step of the window (steps with fewer than 10 first tokens are left out)", "several scrapes (--vllm) or --prom; two snapshots have one step only"},
-	"stage.ttft_p99_trend":     {"ratio", "change of TTFT p99 across the window by a least-squares line, relative to its mean: 1 means it rose by its own mean", "at least 4 steps with TTFT samples: --vllm scrapes or --prom"},
+	"stage.ttft":               {"s", "time to first token, including queue wait and API-server time", "the engine's time-to-first-token histogram; scrape its /metrics or query Prometheus"},
+	"stage.queue":              {"s", "time from queued to first scheduled, per request", "the engine's per-request queue-time histogram"},
+	"stage.prefill":            {"s", "time from first scheduled to first token, per request", "the engine's per-request prefill-time histogram"},
+	"stage.decode":             {"s", "time from first to last token, per request", "the engine's per-request decode-time histogram"},
+	"stage.inference":          {"s", "time from first scheduled to last token, per request", "the engine's per-request inference-time histogram"},
+	"stage.itl":                {"s", "gap between engine steps while decoding (inter-token latency)", "the engine's inter-token latency histogram"},
+	"stage.tpot":               {"s", "per-request time per output token after the first", "the engine's per-request time-per-output-token histogram"},
+	"stage.itl_stalls":         {"count", "inter-token gaps longer than 500 ms in the window: each is one stream frozen for half a second or more", "the engine's inter-token latency histogram with a bucket bound at 0.5 s"},
+	"stage.itl_stall_seconds":  {"s", "time streams spent frozen in inter-token gaps longer than 500 ms, summed over streams (estimated from the buckets, erring low)", "the engine's inter-token latency histogram with a bucket bound at 0.5 s"},
+	"stage.ttft_p99_steps":     {"s", "TTFT p99 of each step of the window (steps with fewer than 10 first tokens are left out)", "several live scrapes or a Prometheus query; two snapshots have one step only"},
+	"stage.ttft_p99_trend":     {"ratio", "change of TTFT p99 across the window by a least-squares line, relative to its mean: 1 means it rose by its own mean", "at least 4 steps with TTFT samples: live scrapes or a Prometheus query"},
 	"stage.decode_floor":       {"s", "the physical floor of time per output token: weight bytes ÷ (peak HBM bandwidth × GPUs)", "needs cond.weight_bytes and DCGM (GPU model and count)"},
 	"stage.front_mean":         {"s", "mean TTFT not spent in queue or prefill: API server, tokenization, IPC", "needs stage.ttft, stage.queue and stage.prefill"},
 	"stage.share.queue":        {"ratio", "share of mean TTFT spent waiting for the scheduler", "needs stage.ttft and stage.queue (the queue-time histogram)"},
@@ -80,7 +74,7 @@ var docs = map[string]node{
 	"stage.share_max.itl_tail": {"ratio", "upper bound of the ITL tail's share (its share where known)", "needs stage.itl"},
 	"stage.share.itl_tail":     {"ratio", "share of the p99 gap between tokens above the median gap: (ITL p99 − p50) ÷ p99", "needs stage.itl (inter-token latency histogram)"},
 
-	"service.e2e":                    {"s", "end-to-end request latency on the server", fmt.Sprintf(howV1Hist, "vllm:e2e_request_latency_seconds")},
+	"service.e2e":                    {"s", "end-to-end request latency on the server", "the engine's end-to-end latency histogram; scrape its /metrics or query Prometheus"},
 	"service.client_ttft":            {"s", "time to first token as the client measured it", "--bench (vllm bench serve --save-result --save-detailed) or --requests (per-request JSONL/CSV)"},
 	"service.client_tpot":            {"s", "per-request time per output token as the client measured it", "--bench (vllm bench serve --save-result --save-detailed) or --requests (per-request JSONL/CSV)"},
 	"service.client_itl":             {"s", "gaps between streamed chunks as the client saw them", "--bench (vllm bench serve --save-result --save-detailed) or --requests (per-request JSONL/CSV) with per-request ITLs"},
@@ -90,24 +84,24 @@ var docs = map[string]node{
 	"service.streaming_share":        {"ratio", "share of multi-token requests whose first token came well before the end (streamed)", "--bench (vllm bench serve --save-result --save-detailed) or --requests (per-request JSONL/CSV)"},
 	"service.warmup_ratio":           {"ratio", "mean TTFT of the first 20 requests ÷ median TTFT: far above 1 means the run had no warm-up", "--bench (vllm bench serve --save-result --save-detailed) or --requests (per-request JSONL/CSV) in arrival order"},
 	"service.network_share":          {"ratio", "share of client TTFT spent outside the server (network, client queueing)", "--requests with server_ttft per request"},
-	"service.finished":               {"requests", "requests finished in the window, any reason", "vllm:request_success_total"},
-	"service.request_rate":           {"req/s", "finished requests per second", "vllm:request_success_total over a window (two snapshots or --duration)"},
-	"service.errors":                 {"requests", "requests finished with reason error", "vllm:request_success_total{finished_reason=\"error\"} (vLLM ≥ 0.13)"},
-	"service.aborts":                 {"requests", "requests aborted by the client", "vllm:request_success_total{finished_reason=\"abort\"}"},
-	"service.failed_share":           {"ratio", "share of finished requests that errored or were aborted", "vllm:request_success_total by finished_reason"},
-	"service.length_share":           {"ratio", "share of finished requests cut off at max_tokens or max_model_len", "vllm:request_success_total{finished_reason=\"length\"}"},
-	"service.prompt_tps":             {"tokens/s", "prompt tokens processed per second (cached included)", "vllm:prompt_tokens_total over a window"},
-	"service.generation_tps":         {"tokens/s", "tokens generated per second", "vllm:generation_tokens_total over a window"},
-	"service.preemptions":            {"count", "preemptions in the window (KV blocks ran out)", "vllm:num_preemptions_total"},
-	"service.running":                {"requests", "requests in the running batch", "vllm:num_requests_running"},
-	"service.waiting":                {"requests", "requests waiting to be scheduled (for capacity, when vLLM says why)", "vllm:num_requests_waiting_by_reason{reason=\"capacity\"} when exported, else vllm:num_requests_waiting"},
-	"service.instances":              {"count", "instances (replicas) serving the target", "scrape several --vllm URLs, or query Prometheus (instance label)"},
+	"service.finished":               {"requests", "requests finished in the window, any reason", "the engine's finished-requests counter"},
+	"service.request_rate":           {"req/s", "finished requests per second", "the engine's finished-requests counter over a window (two snapshots or a scrape --duration)"},
+	"service.errors":                 {"requests", "requests finished with reason error", "the engine's finished-requests counter by finish reason"},
+	"service.aborts":                 {"requests", "requests aborted by the client", "the engine's aborted-requests count"},
+	"service.failed_share":           {"ratio", "share of finished requests that errored or were aborted", "the engine's finished-requests counter by finish reason"},
+	"service.length_share":           {"ratio", "share of finished requests cut off at max_tokens or max_model_len", "the engine's finished-requests counter by finish reason (length)"},
+	"service.prompt_tps":             {"tokens/s", "prompt tokens processed per second (cached included)", "the engine's prompt-tokens counter over a window"},
+	"service.generation_tps":         {"tokens/s", "tokens generated per second", "the engine's generated-tokens counter over a window"},
+	"service.preemptions":            {"count", "preemptions in the window (KV blocks ran out)", "the engine's preemption counter"},
+	"service.running":                {"requests", "requests in the running batch", "the engine's running-requests gauge"},
+	"service.waiting":                {"requests", "requests waiting to be scheduled (for capacity, when vLLM says why)", "the engine's waiting-requests gauge"},
+	"service.instances":              {"count", "instances (replicas) serving the target", "scrape several replicas, or query Prometheus (instance label)"},
 	"service.ttft_p99_outlier_ratio": {"ratio", "the largest TTFT p99 of one instance divided by the median of the other instances'", "two or more instances of the same model"},
 	"service.waiting_outlier_ratio":  {"ratio", "the largest mean waiting queue of one instance, plus one, over the median of the others', plus one", "two or more instances of the same model"},
-	"service.iteration_tokens":       {"tokens", "tokens per engine step (batch size in tokens)", "vllm:iteration_tokens_total (a histogram)"},
+	"service.iteration_tokens":       {"tokens", "tokens per engine step (batch size in tokens)", "the engine's tokens-per-step histogram"},
 
-	"resource.kv_usage":           {"ratio", "fraction of KV cache blocks in use (averaged over engines and instances)", "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)"},
-	"resource.prefix_hit_rate":    {"ratio", "prefix cache hits ÷ queries, in tokens", "vllm:prefix_cache_hits_total and vllm:prefix_cache_queries_total (or the gpu_prefix_cache_* names before 0.12)"},
+	"resource.kv_usage":           {"ratio", "fraction of KV cache blocks in use (averaged over engines and instances)", "the engine's KV cache usage gauge"},
+	"resource.prefix_hit_rate":    {"ratio", "prefix cache hits ÷ queries, in tokens", "the engine's prefix cache hit and query counters"},
 	"resource.gpus":               {"count", "GPUs whose DCGM series belong to the target", "scrape dcgm-exporter (--dcgm URL) or query it through Prometheus"},
 	"resource.dram_active":        {"ratio", "share of cycles the GPU memory interface moved data (DRAM_ACTIVE); about 0.8 is the practical ceiling", "DCGM_FI_PROF_DRAM_ACTIVE (DRAM_UTIL_RATIO in exporter 4.9+): profiling metrics must be enabled"},
 	"resource.gr_active":          {"ratio", "share of time a kernel context was active on the GPU (GR_ENGINE_ACTIVE)", "DCGM_FI_PROF_GR_ENGINE_ACTIVE (GR_ENGINE_UTIL_RATIO in exporter 4.9+)"},
@@ -118,7 +112,7 @@ var docs = map[string]node{
 	"resource.gpu_profiling":      {"bool", "1 when DCGM exports profiling metrics (DRAM, SM, tensor activity), 0 when it exports only device metrics such as GPU_UTIL", "scrape dcgm-exporter; enable DCP profiling metrics"},
 	"resource.peak_bandwidth":     {"bytes/s", "peak HBM bandwidth of the target's GPU model", "the modelName label of DCGM series, matched against llmdoctor's GPU table"},
 	"resource.achieved_bandwidth": {"bytes/s", "memory bandwidth achieved per GPU: DRAM_ACTIVE × peak", "DCGM DRAM_ACTIVE and a known GPU model"},
-	"resource.prefix_queries":     {"tokens", "prefix cache lookups in the window", "vllm:prefix_cache_queries_total"},
+	"resource.prefix_queries":     {"tokens", "prefix cache lookups in the window", "the engine's prefix cache query counter"},
 }
 
 var subMeaning = map[string]string{

@@ -92,6 +92,10 @@ func Check(e *Evidence) {
 		e2e, dec = math.NaN(), math.NaN()
 	}
 
+	if !Present(dec) && e.Inconsistent("stage.decode") == "" && Present(e2e) && Present(ttft) && e.Inconsistent("stage.ttft") == "" {
+		dec = decodeFromParts(e, e2e, ttft)
+	}
+
 	sh := &st.Share
 	if Present(total) && total > 0 {
 		setIfMissing(&sh.Queue, q/total)
@@ -133,6 +137,28 @@ func Check(e *Evidence) {
 	for _, m := range e.Members {
 		Check(m)
 	}
+}
+
+// decodeFromParts derives mean decode time as mean end-to-end − mean TTFT
+// when the engine has no decode histogram (SGLang, vLLM V0): the mean of a
+// difference is the difference of means over the same requests, so only
+// when both histograms counted the same requests.
+func decodeFromParts(e *Evidence, e2e, ttft float64) float64 {
+	st, sv := &e.Values.Stage, &e.Values.Service
+	n, m := st.TTFT.Count, sv.E2E.Count
+	if !Present(n) || !Present(m) || m <= 0 || e2e < ttft {
+		return math.NaN()
+	}
+	tol := math.Max(2, 0.02*m)
+	if r := sv.Running.Max; Present(r) {
+		tol = math.Max(tol, r) // TTFT also counts requests still running
+	}
+	if math.Abs(n-m) > tol {
+		return math.NaN()
+	}
+	st.Decode.Mean, st.Decode.Count = e2e-ttft, m
+	e.Cite("stage.decode", Source{Metric: "derived", Note: "mean end-to-end − mean TTFT over the same requests (no decode-time histogram)"})
+	return st.Decode.Mean
 }
 
 // countsAgree withholds a finish-time distribution whose count disagrees

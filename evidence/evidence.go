@@ -53,8 +53,9 @@ type Cond struct {
 	// StageMetrics is 1 when the server exports request queue and prefill
 	// times, 0 when it exports metrics without them.
 	StageMetrics float64 `expr:"stage_metrics"`
-	// TPOTTracked is 1 when per-request TPOT is measured (server histogram or
-	// client records), 0 when a metrics source lacks it.
+	// TPOTTracked is 1 when time per output token is measured apart from
+	// TTFT (a per-request TPOT or inter-token latency histogram, or client
+	// records).
 	TPOTTracked float64 `expr:"tpot_tracked"`
 	// From request-level sources (benchmarks, client or gateway logs).
 	PromptLenCV         float64 `expr:"prompt_len_cv"`
@@ -168,7 +169,7 @@ type Values struct {
 
 // Source says where a value came from.
 type Source struct {
-	// Metric is the exposed name read (vllm:request_queue_time_seconds), or
+	// Metric is the exposed family name read, or
 	// "derived" with Note saying how.
 	Metric string `json:"metric"`
 	// From is the transport: a URL, a file, or a query.
@@ -181,6 +182,8 @@ type Target struct {
 	Model    string `json:"model,omitempty"`
 	Instance string `json:"instance,omitempty"`
 	Engine   string `json:"engine,omitempty"`
+	// ServedBy names the serving engine (vllm, sglang) when known.
+	ServedBy string `json:"served_by,omitempty"`
 	// Labels are the label values that select the target (--group-by).
 	Labels map[string]string `json:"labels,omitempty"`
 }
@@ -201,6 +204,8 @@ type Evidence struct {
 	// Inconsistencies are contradictions found in the evidence; the nodes
 	// they name are withheld from rules.
 	Inconsistencies []Inconsistency
+	// Engine is the serving engine's vocabulary (nil: not known).
+	Engine *Engine
 }
 
 // Inconsistency is evidence that contradicts itself or physics.

@@ -1,5 +1,6 @@
-// Package report renders a diagnosis. Renderers read the diagnosis and never
-// change what it says.
+// Package report renders a diagnosis or a checklist. Renderers read what
+// they are given and never change what it says; each format registers
+// itself by name (see Renderer).
 package report
 
 import (
@@ -9,8 +10,26 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 )
 
+func init() { Register(jsonRenderer{}) }
+
+// jsonRenderer writes the JSON contracts scripts rely on.
+type jsonRenderer struct{}
+
+func (jsonRenderer) Name() string { return "json" }
+func (jsonRenderer) Describe() string {
+	return "the JSON contract scripts rely on (schemas llmdoctor.diagnosis/v1 and llmdoctor.checklist/v1)"
+}
+func (jsonRenderer) Renders(Document) bool                                        { return true }
+func (jsonRenderer) Diagnosis(w io.Writer, d *advisor.Diagnosis, _ Options) error { return JSON(w, d) }
+func (jsonRenderer) Checklist(w io.Writer, c *advisor.Checklist, _ Options) error {
+	return ChecklistJSON(w, c)
+}
+
 // JSON writes the diagnosis in its contract form (schema llmdoctor.diagnosis/v1).
 func JSON(w io.Writer, d *advisor.Diagnosis) error { return writeJSON(w, d) }
+
+// ChecklistJSON writes the checklist contract (schema llmdoctor.checklist/v1).
+func ChecklistJSON(w io.Writer, c *advisor.Checklist) error { return writeJSON(w, c) }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

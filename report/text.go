@@ -14,17 +14,24 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 )
 
-// TextOptions control the terminal report.
-type TextOptions struct {
-	// Color: auto (terminal and NO_COLOR unset), always or never.
-	Color string
-	// Width of the report; 80 when zero.
-	Width int
-	// IsTerminal tells auto whether the writer is a terminal.
-	IsTerminal bool
+func init() { Register(textRenderer{}) }
+
+// textRenderer writes reports for people, at a terminal or in a file.
+type textRenderer struct{}
+
+func (textRenderer) Name() string { return "text" }
+func (textRenderer) Describe() string {
+	return "the report for people: fits the width, colour at a terminal (the default)"
+}
+func (textRenderer) Renders(Document) bool { return true }
+func (textRenderer) Diagnosis(w io.Writer, d *advisor.Diagnosis, o Options) error {
+	return Text(w, d, o)
+}
+func (textRenderer) Checklist(w io.Writer, c *advisor.Checklist, o Options) error {
+	return ChecklistText(w, c, o)
 }
 
 // ColorOn decides colour: NO_COLOR (any value) turns it off, then
@@ -69,7 +76,7 @@ func newStyles(w io.Writer, color bool) styles {
 
 // Text writes the diagnosis for people: fits the width, keeps meaning in words
 // and symbols (✗ critical, ! warning, i info, ? could not check) as well as colour.
-func Text(w io.Writer, d *advisor.Diagnosis, o TextOptions) error {
+func Text(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	width := o.Width
 	if width <= 0 {
 		width = 80
@@ -91,6 +98,70 @@ func Text(w io.Writer, d *advisor.Diagnosis, o TextOptions) error {
 		p.target(t)
 	}
 	return p.err
+}
+
+// ChecklistText writes the checklist for people.
+func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
+	width := o.Width
+	if width <= 0 {
+		width = 80
+	}
+	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
+	p := &printer{w: w, width: width, st: st}
+	verdict := st.ok.Render("✓ READY")
+	if c.Status != advisor.Pass {
+		verdict = st.crit.Render("✗ NOT READY")
+	}
+	p.line(st.head.Render("llmdoctor pre-launch checklist") + "  " + verdict)
+	for _, s := range c.Sources {
+		p.wrap("  ", sourceLine(s))
+	}
+	for _, n := range c.Notes {
+		p.wrap("  ", "note: "+n)
+	}
+	for _, t := range c.Targets {
+		p.blank()
+		p.line(st.head.Render("── " + targetName(t.Target)))
+		for _, it := range t.Items {
+			mark := itemMark(it.Status)
+			switch {
+			case it.Status == advisor.Pass:
+				mark = st.ok.Render(mark)
+			case it.Status == advisor.Fail && it.Blocking:
+				mark = st.crit.Render(mark)
+			default:
+				mark = st.warn.Render(mark)
+			}
+			advisory := ""
+			if !it.Blocking {
+				advisory = " (advisory)"
+			}
+			p.wrap("  ", mark+" "+it.Title+advisory)
+			if it.Message != "" {
+				p.wrap("      ", it.Message)
+			}
+			for _, f := range it.Fix {
+				p.wrap("      ", st.dim.Render(fmt.Sprintf("fix [%s]: %s", f.Cost, f.Do)))
+			}
+			if it.How != "" {
+				p.wrap("      ", st.dim.Render("how: "+it.How))
+			}
+		}
+		p.blank()
+		p.line(st.dim.Render(fmt.Sprintf("%d passed · %d failed · %d could not be checked%s", t.Passed, t.Failed, t.CannotCheck,
+			map[bool]string{true: " (strict: counts as failed)", false: ""}[c.Strict && t.CannotCheck > 0])))
+	}
+	return p.err
+}
+
+func itemMark(status string) string {
+	switch status {
+	case advisor.Pass:
+		return "✓ PASS"
+	case advisor.Fail:
+		return "✗ FAIL"
+	}
+	return "? CANNOT CHECK"
 }
 
 // sourceLine: ✓ read, ! read with rows left out, ✗ not read; notes follow.
@@ -116,7 +187,7 @@ func windowText(d *advisor.Diagnosis) string {
 	case w.Cumulative:
 		return "· one snapshot: totals since server start"
 	case w.Seconds > 0:
-		return fmt.Sprintf("· %s window, %d samples", rules.Duration(w.Seconds), w.Points)
+		return fmt.Sprintf("· %s window, %d samples", units.Duration(w.Seconds), w.Points)
 	}
 	return ""
 }
@@ -308,7 +379,7 @@ func (p *printer) finding(f advisor.Finding, indent string) {
 	p.wrap(indent, p.sevMark(f.Severity)+" "+f.Rule+": "+f.Title)
 	p.wrap(indent+"  ", f.Message)
 	if f.Impact != nil && f.ExplainedBy == "" {
-		p.wrap(indent+"  ", p.st.dim.Render(fmt.Sprintf("impact: %s of %s", percentText(*f.Impact), stageLatency(f.Stage))))
+		p.wrap(indent+"  ", p.st.dim.Render(fmt.Sprintf("impact: %s of %s", units.WholePercent(*f.Impact), stageLatency(f.Stage))))
 	}
 	if f.Capped != "" {
 		p.wrap(indent+"  ", p.st.dim.Render("not the verdict: "+f.Capped))
@@ -346,7 +417,7 @@ func (p *printer) latency(m advisor.LatencyMap) {
 				v    *float64
 			}{{"queue", m.Queue}, {"prefill", m.Prefill}, {"decode", m.Decode}, {"end-to-end", m.E2E}} {
 				if x.v != nil {
-					parts = append(parts, x.name+" "+rules.Duration(*x.v))
+					parts = append(parts, x.name+" "+units.Duration(*x.v))
 				}
 			}
 			p.wrap("  ", "mean "+strings.Join(parts, " · "))
@@ -358,9 +429,9 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		return
 	}
 	if m.TTFTExcludesQueue {
-		p.section(fmt.Sprintf("Latency map (mean TTFT %s: queue + the server's TTFT, which leaves queue out)", rules.Duration(*m.TTFT)))
+		p.section(fmt.Sprintf("Latency map (mean TTFT %s: queue + the server's TTFT, which leaves queue out)", units.Duration(*m.TTFT)))
 	} else {
-		p.section(fmt.Sprintf("Latency map (mean TTFT %s)", rules.Duration(*m.TTFT)))
+		p.section(fmt.Sprintf("Latency map (mean TTFT %s)", units.Duration(*m.TTFT)))
 	}
 	parts := []struct {
 		name string
@@ -384,10 +455,10 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		n := int(share*float64(barWidth) + 0.5)
 		n = min(max(n, 0), barWidth)
 		bar := strings.Repeat("█", n) + strings.Repeat("·", barWidth-n)
-		p.line(fmt.Sprintf("  %-8s %8s %4s %s", x.name, rules.Duration(*x.v), percentText(share), bar))
+		p.line(fmt.Sprintf("  %-8s %8s %4s %s", x.name, units.Duration(*x.v), units.WholePercent(share), bar))
 	}
 	if m.Decode != nil && m.E2E != nil {
-		p.line(fmt.Sprintf("  then decode %s of mean end-to-end %s", rules.Duration(*m.Decode), rules.Duration(*m.E2E)))
+		p.line(fmt.Sprintf("  then decode %s of mean end-to-end %s", units.Duration(*m.Decode), units.Duration(*m.E2E)))
 	}
 	if m.ClientTTFT != nil {
 		p.clientLine(m)
@@ -395,9 +466,9 @@ func (p *printer) latency(m advisor.LatencyMap) {
 }
 
 func (p *printer) clientLine(m advisor.LatencyMap) {
-	line := fmt.Sprintf("clients saw mean TTFT %s", rules.Duration(*m.ClientTTFT))
+	line := fmt.Sprintf("clients saw mean TTFT %s", units.Duration(*m.ClientTTFT))
 	if m.NetworkShare != nil {
-		line += fmt.Sprintf(", %s of it outside the server (network, client)", percentText(*m.NetworkShare))
+		line += fmt.Sprintf(", %s of it outside the server (network, client)", units.WholePercent(*m.NetworkShare))
 	}
 	p.wrap("  ", line)
 }
@@ -429,14 +500,14 @@ func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 		label := ""
 		switch r {
 		case 0:
-			label = rules.Duration(maxY)
+			label = units.Duration(maxY)
 		case rows - 1:
 			label = "0"
 		}
 		p.line(fmt.Sprintf("  %8s │%s", label, string(row)))
 	}
 	p.line(fmt.Sprintf("  %8s └%s", "", strings.Repeat("─", cols)))
-	p.line(fmt.Sprintf("  %8s  0 … %s prompt tokens", "", rules.Tokens(maxX)))
+	p.line(fmt.Sprintf("  %8s  0 … %s prompt tokens", "", units.Tokens(maxX)))
 	get := func(k string) float64 {
 		if x, ok := cond[k].(float64); ok {
 			return x
@@ -444,10 +515,8 @@ func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 		return math.NaN()
 	}
 	p.wrap("  ", fmt.Sprintf("fit: TTFT ≈ %s + %s per 1k prompt tokens (R² %s): the slope is prefill cost, the intercept fixed overhead",
-		rules.Duration(get("prompt_ttft_intercept")), rules.Duration(get("prompt_ttft_slope")), rules.Number(get("prompt_ttft_r2"))))
+		units.Duration(get("prompt_ttft_intercept")), units.Duration(get("prompt_ttft_slope")), units.Number(get("prompt_ttft_r2"))))
 }
-
-func percentText(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }
 
 // stageLatency names the latency a stage's share is of.
 func stageLatency(stage string) string {
@@ -477,26 +546,26 @@ func conditionsText(c map[string]any) string {
 		return x, ok
 	}
 	if m, ok := get("prompt_tokens", "mean"); ok {
-		s := "prompt " + rules.Tokens(m) + " tokens mean"
+		s := "prompt " + units.Tokens(m) + " tokens mean"
 		if p90, ok := get("prompt_tokens", "p90"); ok {
-			s += " (p90 " + rules.Tokens(p90) + ")"
+			s += " (p90 " + units.Tokens(p90) + ")"
 		}
 		parts = append(parts, s)
 	}
 	if m, ok := get("output_tokens", "mean"); ok {
-		parts = append(parts, "output "+rules.Tokens(m)+" tokens mean")
+		parts = append(parts, "output "+units.Tokens(m)+" tokens mean")
 	}
 	if x, ok := get("kv_capacity_tokens"); ok {
-		parts = append(parts, "KV cache "+rules.Tokens(x)+" tokens")
+		parts = append(parts, "KV cache "+units.Tokens(x)+" tokens")
 	}
 	if x, ok := get("prefix_caching"); ok {
 		parts = append(parts, map[bool]string{true: "prefix caching on", false: "prefix caching off"}[x == 1])
 	}
 	if x, ok := get("gpu_memory_utilization"); ok {
-		parts = append(parts, "gpu-memory-utilization "+rules.Number(x))
+		parts = append(parts, "gpu-memory-utilization "+units.Number(x))
 	}
 	if x, ok := get("engines"); ok {
-		parts = append(parts, rules.Number(x)+" engine(s)")
+		parts = append(parts, units.Number(x)+" engine(s)")
 	}
 	return strings.Join(parts, " · ")
 }
@@ -505,19 +574,19 @@ func conditionsText(c map[string]any) string {
 func formatValue(path string, x float64) string {
 	f, ok := evidence.Lookup(path)
 	if !ok {
-		return rules.Number(x)
+		return units.Number(x)
 	}
 	switch f.Unit {
 	case "s":
-		return rules.Duration(x)
+		return units.Duration(x)
 	case "ratio":
-		return percentText(x)
+		return units.WholePercent(x)
 	case "tokens":
-		return rules.Tokens(x)
+		return units.Tokens(x)
 	case "bytes/s":
-		return rules.BytesPerSecond(x)
+		return units.BytesPerSecond(x)
 	}
-	return rules.Number(x)
+	return units.Number(x)
 }
 
 func targetName(t evidence.Target) string {

@@ -23,7 +23,7 @@ func sample() *advisor.Diagnosis {
 func TestNoColorAndWidth(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	var b bytes.Buffer
-	if err := Text(&b, sample(), TextOptions{Color: "auto", IsTerminal: true}); err != nil {
+	if err := Text(&b, sample(), Options{Color: "auto", IsTerminal: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -44,7 +44,7 @@ func TestNoColorAndWidth(t *testing.T) {
 
 func TestColorAlways(t *testing.T) {
 	var b bytes.Buffer
-	Text(&b, sample(), TextOptions{Color: "always"})
+	Text(&b, sample(), Options{Color: "always"})
 	if !strings.Contains(b.String(), "\x1b[") {
 		t.Error("--color always gave no colour")
 	}

@@ -2,12 +2,13 @@ package rules
 
 import (
 	"fmt"
-
-	"github.com/llmdoctor/llmdoctor/evidence"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 )
 
 // Doc renders a rule's documentation page from its file.
@@ -63,7 +64,11 @@ func Doc(r *Rule) string {
 	for _, f := range append(append([]evidence.Field{}, r.appliesReads...), r.reads...) {
 		if !seen[f.Path] {
 			seen[f.Path] = true
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Path, f.Unit, f.Meaning, f.How)
+			how := f.How
+			if by := evidence.HowByEngine(f.Path); len(by) > 0 {
+				how = strings.Join(by, "<br>")
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Path, f.Unit, f.Meaning, strings.ReplaceAll(how, "|", `\|`))
 		}
 	}
 	if len(r.verdictReads) > 0 {
@@ -79,13 +84,13 @@ func Doc(r *Rule) string {
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k, Number(r.Params[k]), strings.Join(strings.Fields(r.Thresholds[k]), " "))
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k, units.Number(r.Params[k]), strings.Join(strings.Fields(r.Thresholds[k]), " "))
 		}
 	}
 	if len(r.Next) > 0 {
 		b.WriteString("\n## Next steps\n\n")
 		for _, s := range r.Next {
-			fmt.Fprintf(&b, "- **%s** — %s\n", s.Cost, s.Do)
+			fmt.Fprintf(&b, "- **%s** — %s\n", s.Cost, KnobWords(s.Do))
 		}
 	}
 	b.WriteString("\n## Message\n\n```\n" + strings.TrimSpace(r.Says) + "\n```\n")

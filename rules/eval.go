@@ -9,6 +9,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 )
 
 // Outcome of one rule on one target.
@@ -29,7 +30,11 @@ type Result struct {
 	Outcome  Outcome
 	Severity Severity
 	Message  string
-	// Evidence holds the values the rule read, by path.
+	// Evidence holds, by path, the values the result cites: on a fired
+	// result every value the condition, impact and message read; on a quiet
+	// result of a rule with a passing message (a checklist item) those of
+	// the condition, that message and the bound that held, when they have a
+	// value.
 	Evidence map[string]float64
 	// Stage is the part of latency the rule's bottleneck holds or slows.
 	Stage string
@@ -210,14 +215,16 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 		}
 		if ok, err := machine.Run(r.applies, env); err == nil && ok == false {
 			res.Outcome = Quiet
+			res.Evidence = r.passCites(e, r.appliesReads)
 			return res
 		}
 	}
 	res.Missing = missing(r.reads, e, cfg)
 	if len(res.Missing) > 0 {
 		res.Outcome = Insufficient
-		if why := r.bounded(e, env, cfg, machine); why != "" {
+		if why, reads := r.bounded(e, env, cfg, machine); why != "" {
 			res.Outcome, res.Bound = Quiet, why
+			res.Evidence = r.passCites(e, r.reads, reads)
 		}
 		return res
 	}
@@ -229,6 +236,7 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 	}
 	if fired, _ := out.(bool); !fired {
 		res.Outcome = Quiet
+		res.Evidence = r.passCites(e, r.reads)
 		return res
 	}
 	res.Outcome = Fired
@@ -275,12 +283,39 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 	return res
 }
 
-// bounded returns why a rule whose inputs are partly missing cannot fire:
-// a bound of its own holds, or a part of its condition that can be judged
-// alone is false. "" when neither.
-func (r *Rule) bounded(e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) string {
+// passCites is what a quiet result cites: nothing for a rule without a
+// passing message (diagnosis rules, whose quiet results nobody shows, so a
+// diagnosis of a thousand targets does not build maps for them).
+func (r *Rule) passCites(e *evidence.Evidence, fieldSets ...[]evidence.Field) map[string]float64 {
+	if r.ok == nil {
+		return nil
+	}
+	return cited(e, append(fieldSets, r.okReads)...)
+}
+
+// cited collects the values of the given fields that are present, by path:
+// what a result cites. NaN has no JSON form and cites nothing.
+func cited(e *evidence.Evidence, fieldSets ...[]evidence.Field) map[string]float64 {
+	out := map[string]float64{}
+	for _, fs := range fieldSets {
+		for _, f := range fs {
+			if x := e.Values.Get(f); evidence.Present(x) {
+				out[f.Path] = x
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// bounded returns why a rule whose inputs are partly missing cannot fire
+// (a bound of its own holds, or a part of its condition that can be judged
+// alone is false) and the fields that reason reads. "" when neither.
+func (r *Rule) bounded(e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) (string, []evidence.Field) {
 	if r.usesVerdict {
-		return ""
+		return "", nil
 	}
 	judge := func(b bound, want bool) (string, bool) {
 		if len(missing(b.reads, e, cfg)) > 0 {
@@ -295,15 +330,15 @@ func (r *Rule) bounded(e *evidence.Evidence, env *Env, cfg *Config, machine *vm.
 	}
 	for _, b := range r.bounds {
 		if why, ok := judge(b, true); ok {
-			return why
+			return why, b.reads
 		}
 	}
 	for _, b := range r.conjuncts {
 		if why, ok := judge(b, false); ok {
-			return why
+			return why, b.reads
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // missing lists the fields that are absent, withheld as inconsistent, or
@@ -317,7 +352,7 @@ func missing(reads []evidence.Field, e *evidence.Evidence, cfg *Config) []Missin
 		if note := e.Inconsistent(f.Path); note != "" {
 			if node := evidence.Node(f.Path); !checked[node] {
 				checked[node] = true
-				out = append(out, Missing{Path: node, Why: "inconsistent: " + note, How: f.How})
+				out = append(out, Missing{Path: node, Why: "inconsistent: " + note, How: e.How(f.Path)})
 			}
 			continue
 		}
@@ -327,7 +362,7 @@ func missing(reads []evidence.Field, e *evidence.Evidence, cfg *Config) []Missin
 			if n := e.Values.Get(sf); evidence.Present(n) && n < minGauge {
 				checked[f.Series] = true
 				out = append(out, Missing{Path: f.Series,
-					Why: fmt.Sprintf("only %s samples in the window (need %s)", Number(n), Number(minGauge)), How: f.How})
+					Why: fmt.Sprintf("only %s samples in the window (need %s)", units.Number(n), units.Number(minGauge)), How: e.How(f.Path)})
 				continue
 			}
 		}
@@ -335,7 +370,7 @@ func missing(reads []evidence.Field, e *evidence.Evidence, cfg *Config) []Missin
 			// Name the distribution or gauge once, not each of its fields.
 			if node := evidence.Node(f.Path); !checked[node] {
 				checked[node] = true
-				out = append(out, Missing{Path: node, Why: "missing", How: f.How})
+				out = append(out, Missing{Path: node, Why: "missing", How: e.How(f.Path)})
 			}
 			continue
 		}
@@ -344,7 +379,7 @@ func missing(reads []evidence.Field, e *evidence.Evidence, cfg *Config) []Missin
 			cf, _ := evidence.Lookup(f.Dist + ".count")
 			if n := e.Values.Get(cf); !evidence.Present(n) || n < minSamples {
 				out = append(out, Missing{Path: f.Dist,
-					Why: fmt.Sprintf("only %s samples in the window (need %s)", Number(n), Number(minSamples)), How: f.How})
+					Why: fmt.Sprintf("only %s samples in the window (need %s)", units.Number(n), units.Number(minSamples)), How: e.How(f.Path)})
 			}
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 )
 
 // Set is a loaded, compiled rule set.
@@ -175,6 +176,9 @@ func Parse(file string, data []byte) (*Rule, error) {
 		if s.Do == "" || !slices.Contains(Costs, s.Cost) {
 			return nil, fail("next", "next step %d needs do and a cost of %s", i+1, strings.Join(Costs, ", "))
 		}
+		if err := checkKnobs(s.Do); err != nil {
+			return nil, fail("next", "next step %d: %v", i+1, err)
+		}
 	}
 	for p := range spec.Params {
 		if strings.TrimSpace(spec.Thresholds[p]) == "" {
@@ -233,7 +237,7 @@ func Parse(file string, data []byte) (*Rule, error) {
 	if err != nil {
 		return nil, fail("says", "says: %s", oneLine(err))
 	}
-	if err := r.templateReads(reads); err != nil {
+	if err := r.templateReads(r.says, reads, true); err != nil {
 		return nil, fail("says", "says: %v", err)
 	}
 	for p := range reads {
@@ -249,6 +253,11 @@ func Parse(file string, data []byte) (*Rule, error) {
 		if err != nil {
 			return nil, fail("ok", "ok: %s", oneLine(err))
 		}
+		okReads := map[string]bool{}
+		if err := r.templateReads(r.ok, okReads, false); err != nil {
+			return nil, fail("ok", "ok: %v", err)
+		}
+		r.okReads = fieldsOf(okReads)
 	}
 	return r, nil
 }
@@ -309,7 +318,7 @@ func (r *Rule) compileBound(b BoundSpec) (bound, error) {
 	}
 	// The reason may cite only what the bound's condition reads.
 	tr := map[string]bool{}
-	if err := (&Rule{Spec: r.Spec, says: t}).templateReads(tr); err != nil {
+	if err := (&Rule{Spec: r.Spec}).templateReads(t, tr, true); err != nil {
 		return bound{}, fmt.Errorf("says: %v", err)
 	}
 	for p := range tr {
@@ -334,10 +343,10 @@ func (b bound) render(v *evidence.Values, params map[string]float64) (string, er
 	if b.says == nil {
 		var vals []string
 		for _, f := range b.reads {
-			vals = append(vals, f.Path+" = "+Number(v.Get(f)))
+			vals = append(vals, f.Path+" = "+units.Number(v.Get(f)))
 		}
 		for _, p := range b.params {
-			vals = append(vals, "params."+p+" = "+Number(params[p]))
+			vals = append(vals, "params."+p+" = "+units.Number(params[p]))
 		}
 		return b.src + " is false (" + strings.Join(vals, ", ") + ")", nil
 	}
@@ -495,8 +504,11 @@ func memberChain(n *ast.MemberNode) ([]string, bool) {
 	return nil, false
 }
 
-// templateReads adds the fields the message template reads.
-func (r *Rule) templateReads(reads map[string]bool) error {
+// templateReads adds the evidence fields a message template reads to reads
+// and checks its params. A finding's message (fired) may also read .text and
+// the verdict fields its condition reads; a passing message (ok) is rendered
+// from evidence and params alone.
+func (r *Rule) templateReads(t *template.Template, reads map[string]bool, fired bool) error {
 	var visit func(parse.Node) error
 	visit = func(n parse.Node) error {
 		switch x := n.(type) {
@@ -539,6 +551,8 @@ func (r *Rule) templateReads(reads map[string]bool) error {
 				if len(chain) != 2 || !hasKey(r.Params, chain[1]) {
 					return fmt.Errorf(".%s is not a declared param", strings.Join(chain, "."))
 				}
+			case !fired && (chain[0] == "text" || chain[0] == "verdict"):
+				return fmt.Errorf(".%s: a passing message reads evidence fields and params only", strings.Join(chain, "."))
 			case chain[0] == "text":
 				if len(chain) != 1 {
 					return fmt.Errorf(".text is read as (index .text \"NAME\")")
@@ -558,7 +572,7 @@ func (r *Rule) templateReads(reads map[string]bool) error {
 		}
 		return nil
 	}
-	return visit(r.says.Root)
+	return visit(t.Root)
 }
 
 func hasKey(m map[string]float64, k string) bool { _, ok := m[k]; return ok }

@@ -166,6 +166,9 @@ type Rule struct {
 	says, ok        *template.Template
 	// reads are the evidence fields the condition, impact and message read.
 	reads []evidence.Field
+	// okReads are the evidence fields the passing message (ok) reads: a
+	// passing item cites them with the condition's.
+	okReads []evidence.Field
 	// usesVerdict: the rule reads other rules' results and runs after them.
 	usesVerdict  bool
 	verdictReads []string

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// vLLM's bucket sets (reference/vllm-metrics.md §1.4).
+// vLLM's bucket sets (vllm/v1/metrics/loggers.py in vllm-project/vllm).
 var (
 	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
 	itlBuckets  = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
@@ -37,6 +37,9 @@ type hist struct {
 	counts     []uint64
 	sum        float64
 	n          uint64
+	// mirror, when set, observes the same values in another engine's
+	// family and buckets.
+	mirror *hist
 }
 
 func newHist(name, help string, bounds []float64) *hist {
@@ -44,6 +47,9 @@ func newHist(name, help string, bounds []float64) *hist {
 }
 
 func (h *hist) observe(x float64) {
+	if h.mirror != nil {
+		h.mirror.observe(x)
+	}
 	h.sum += x
 	h.n++
 	if i := sort.SearchFloat64s(h.bounds, x); i < len(h.bounds) {
@@ -64,6 +70,10 @@ type metrics struct {
 	gpuTime, wallTime, bytes, flops             float64
 	lastGPUTime, lastWall, lastBytes, lastFlops float64
 	dram, gr, tensor                            float64
+	// Tokens of finished requests, as SGLang counts them.
+	finishedPrompt, finishedGen, finishedCached float64
+	// sg is SGLang's view when the engine exposes SGLang names.
+	sg *sglangHists
 	// The last 1000 requests' prefix lookups, for the log's hit rate.
 	recent    [1000][2]float64
 	recentIdx int
@@ -85,7 +95,7 @@ func (m *metrics) recentHitRate() float64 {
 
 func newMetrics(e *Engine) *metrics {
 	tok := tokenBuckets(maxModelLen)
-	return &metrics{e: e, success: map[string]float64{},
+	m := &metrics{e: e, success: map[string]float64{},
 		ttft:      newHist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets),
 		itl:       newHist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets),
 		tpot:      newHist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itlBuckets),
@@ -100,6 +110,10 @@ func newMetrics(e *Engine) *metrics {
 		maxTokens: newHist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", tok),
 		iteration: newHist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterBuckets),
 	}
+	if e.sc.Exposes == "sglang" {
+		m.sg = newSGLangHists(m)
+	}
+	return m
 }
 
 func (m *metrics) hists() []*hist {
@@ -142,6 +156,9 @@ func (m *metrics) finished(r *request, now float64, reason string) {
 	m.promptLen.observe(float64(r.prompt))
 	m.genLen.observe(float64(r.generated))
 	m.computed.observe(float64(r.prompt - r.cached))
+	m.finishedPrompt += float64(r.prompt)
+	m.finishedGen += float64(r.generated)
+	m.finishedCached += float64(r.cached)
 	m.maxTokens.observe(2048)
 }
 
@@ -275,10 +292,15 @@ func (c dcgmCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Registries returns registries for the vLLM and the DCGM metrics.
-func (e *Engine) Registries() (vllm, dcgm *prometheus.Registry) {
-	vllm, dcgm = prometheus.NewRegistry(), prometheus.NewRegistry()
-	vllm.MustRegister(vllmCollector{e})
+// Registries returns registries for the serving engine's metrics (vLLM's
+// names, or SGLang's when the scenario exposes them) and the DCGM metrics.
+func (e *Engine) Registries() (engine, dcgm *prometheus.Registry) {
+	engine, dcgm = prometheus.NewRegistry(), prometheus.NewRegistry()
+	if e.sc.Exposes == "sglang" {
+		engine.MustRegister(sglangCollector{e})
+	} else {
+		engine.MustRegister(vllmCollector{e})
+	}
 	dcgm.MustRegister(dcgmCollector{e})
-	return vllm, dcgm
+	return engine, dcgm
 }

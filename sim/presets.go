@@ -17,7 +17,7 @@ type GPU struct {
 	// ModelName is how dcgm-exporter labels it.
 	ModelName string
 	MemBytes  float64
-	// Bandwidth is peak HBM bandwidth in bytes/s (reference/dcgm.md §1.8).
+	// Bandwidth is peak HBM bandwidth in bytes/s, from NVIDIA's datasheets.
 	Bandwidth float64
 	// FLOPS is dense BF16 tensor peak.
 	FLOPS float64

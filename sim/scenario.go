@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,8 +33,14 @@ type Scenario struct {
 	Warmup   time.Duration `yaml:"warmup,omitempty"`
 	Duration time.Duration `yaml:"duration,omitempty"`
 	Engine   EngineConfig  `yaml:"engine,omitempty"`
-	Workload Workload      `yaml:"workload,omitempty"`
+	// Exposes is whose metric names the simulator serves: vllm (default)
+	// or sglang.
+	Exposes  string   `yaml:"exposes,omitempty"`
+	Workload Workload `yaml:"workload,omitempty"`
 }
+
+// Exposures are the engines whose metric names the simulator can serve.
+var Exposures = []string{"vllm", "sglang"}
 
 // EngineConfig mirrors the vLLM flags that shape scheduling.
 type EngineConfig struct {
@@ -207,6 +214,9 @@ func (s *Scenario) Check() error {
 	}
 	if _, err := lookupModel(s.Model); err != nil {
 		return fmt.Errorf("scenario %s: %v", s.Name, err)
+	}
+	if s.Exposes != "" && !slices.Contains(Exposures, s.Exposes) {
+		return fmt.Errorf("scenario %s: exposes %q (%s)", s.Name, s.Exposes, strings.Join(Exposures, " or "))
 	}
 	if s.Workload.Rate <= 0 {
 		return fmt.Errorf("scenario %s: workload.rate must be positive", s.Name)

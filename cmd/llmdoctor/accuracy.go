@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand"
@@ -93,7 +94,7 @@ func runAccuracyCase(set *rules.Set, cfg *rules.Config, seed int64, i int) (Accu
 	if err != nil {
 		return AccuracyCase{}, err
 	}
-	d, err := runDemo(sc, set, cfg)
+	d, err := runDemo(context.Background(), sc, set, cfg)
 	if err != nil {
 		return AccuracyCase{}, fmt.Errorf("%s: %v", sc.Name, err)
 	}

@@ -10,8 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
-	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
@@ -34,7 +33,7 @@ func newChecklist() *cobra.Command {
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error { return o.stdinUses() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			outs, err := parseOutputs(o.format, o.outputs, "text", "json", "markdown", "junit")
+			outs, err := o.out.parse(report.ChecklistDoc)
 			if err != nil {
 				return err
 			}
@@ -42,7 +41,7 @@ func newChecklist() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w, sources, reqs, err := o.gather()
+			src, err := o.sources()
 			if err != nil {
 				return err
 			}
@@ -50,7 +49,8 @@ func newChecklist() *cobra.Command {
 			if err != nil {
 				return &exitError{2, err.Error()}
 			}
-			slos, err := sloItems(slo, len(reqs) > 0)
+			// SLOs gate what clients saw when request-level files are given.
+			slos, err := sloItems(slo, len(src.Bench)+len(src.Requests) > 0)
 			if err != nil {
 				return err
 			}
@@ -58,20 +58,12 @@ func newChecklist() *cobra.Command {
 			if err != nil {
 				return &exitError{2, err.Error()}
 			}
-			cl := RunChecklist(w, sources, set, cfg, vllm.Options{GroupBy: o.groupBy}, strict, reqs...)
-			if len(cl.Targets) == 0 {
-				return nothingDiagnosed(w, o.groupBy)
+			cl, err := diagnosis.Checklist(cmd.Context(), src, set, cfg, strict, o.progress(cmd.ErrOrStderr()))
+			if err != nil {
+				return o.explain(err)
 			}
-			if err := writeOutputs(cmd.OutOrStdout(), outs, o.color, func(f string, w io.Writer, opt report.TextOptions) error {
-				switch f {
-				case "json":
-					return report.ChecklistJSON(w, cl)
-				case "markdown":
-					return report.ChecklistMarkdown(w, cl)
-				case "junit":
-					return report.ChecklistJUnit(w, cl)
-				}
-				return report.ChecklistText(w, cl, opt)
+			if err := o.out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
+				return r.Checklist(w, cl, opt)
 			}); err != nil {
 				return err
 			}
@@ -83,26 +75,11 @@ func newChecklist() *cobra.Command {
 	}
 	f := c.Flags()
 	o.addSourceFlags(f)
-	addOutputFlags(f, &o.format, &o.outputs, &o.color, "text, json, markdown or junit")
+	o.out.add(f, report.ChecklistDoc)
 	f.StringVar(&o.configPath, "config", "", "config file (min_samples, models, gpus; - for stdin)")
 	f.StringVar(&slo, "slo", "", "SLO gates, e.g. ttft_p99=2s,itl_p99=100ms,e2e_p99=30s,tpot_p99=80ms")
 	f.BoolVar(&strict, "strict", false, "fail the gate when an item cannot be checked")
 	return c
-}
-
-// RunChecklist evaluates the checklist items on every target.
-func RunChecklist(w *window.Window, sources []advisor.Source, set *rules.Set, cfg *rules.Config, opt vllm.Options,
-	strict bool, reqs ...requestSource) *advisor.Checklist {
-	evs, win, notes := buildEvidence(w, cfg, opt, reqs)
-	cl := &advisor.Checklist{Schema: advisor.ChecklistSchema, Sources: sources, Targets: []advisor.ChecklistTarget{},
-		Notes: notes, Window: win, Strict: strict}
-	keep := *cfg
-	keep.KeepNeeds = true
-	for _, e := range evs {
-		cl.Targets = append(cl.Targets, advisor.CheckTarget(e, set.Evaluate(e, &keep)))
-	}
-	cl.Decide()
-	return cl
 }
 
 // sloMetrics maps an SLO name to the evidence it gates: what clients saw

@@ -7,14 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/collectors/scrape"
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 	"github.com/llmdoctor/llmdoctor/sim"
@@ -25,17 +24,20 @@ const demoScrapes = 30
 
 func newDemo() *cobra.Command {
 	var (
-		scenario, format, color, configPath string
-		outputs, rulesDirs                  []string
-		list                                bool
-		table, accuracy                     string
+		scenario, configPath string
+		rulesDirs            []string
+		out                  outputFlags
+		list                 bool
+		table, accuracy      string
+		engineName           string
 	)
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "Diagnose a built-in vLLM simulator: nothing to install",
-		Long: "demo starts the vLLM simulator in-process on a loopback port, scrapes its /metrics\n" +
-			"over HTTP through the same collector as diagnose --vllm, and prints the diagnosis.\n" +
-			"Each scrape advances the simulator's clock, so a 15-minute window takes a second.",
+		Short: "Diagnose a built-in serving-engine simulator: nothing to install",
+		Long: "demo starts the simulator in-process on a loopback port, scrapes its /metrics (with\n" +
+			"vLLM's names, or SGLang's with --engine sglang) over HTTP through the same collector as\n" +
+			"diagnose --target, and prints the diagnosis. Each scrape advances the simulator's\n" +
+			"clock, so a 15-minute window takes a second.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if list {
@@ -47,7 +49,7 @@ func newDemo() *cobra.Command {
 			if accuracy != "" {
 				return writeAccuracyReport(accuracy)
 			}
-			outs, err := parseOutputs(format, outputs, "text", "json")
+			outs, err := out.parse(report.DiagnosisDoc)
 			if err != nil {
 				return err
 			}
@@ -62,26 +64,27 @@ func newDemo() *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			d, err := runDemo(sc, set, cfg)
+			if sc.Exposes, err = simEngine(engineName); err != nil {
+				return err
+			}
+			d, err := runDemo(cmd.Context(), sc, set, cfg)
 			if err != nil {
 				return &exitError{2, err.Error()}
 			}
-			return writeOutputs(cmd.OutOrStdout(), outs, color, func(f string, w io.Writer, opt report.TextOptions) error {
-				if f == "json" {
-					return report.JSON(w, d)
-				}
-				return report.Text(w, d, opt)
+			return out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
+				return r.Diagnosis(w, d, opt)
 			})
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&scenario, "scenario", "queue-bound", "scenario name (see --list) or a scenario .yaml file (- for stdin)")
+	f.StringVar(&engineName, "engine", "vllm", "whose metric names the simulator serves: "+strings.Join(sim.Exposures, " or "))
 	f.BoolVar(&list, "list", false, "list the built-in scenarios")
 	f.StringVar(&table, "table", "", "diagnose every scenario and write the scenario → verdict table to this file")
 	f.MarkHidden("table")
 	f.StringVar(&accuracy, "accuracy", "", "diagnose the random accuracy set against simulator ground truth and write the report to this file")
 	f.MarkHidden("accuracy")
-	addOutputFlags(f, &format, &outputs, &color, "text or json")
+	out.add(f, report.DiagnosisDoc)
 	addRuleFlags(f, &configPath, &rulesDirs)
 	return c
 }
@@ -91,7 +94,7 @@ func writeScenarioTable(path string) error {
 	if err != nil {
 		return err
 	}
-	rs, err := RunScenarios(set, cfg)
+	rs, err := RunScenarios(set, cfg, "vllm")
 	if err != nil {
 		return &exitError{2, err.Error()}
 	}
@@ -109,8 +112,9 @@ func listScenarios(w io.Writer) error {
 	return nil
 }
 
-// runDemo serves the scenario on a loopback port and diagnoses it over HTTP.
-func runDemo(sc *sim.Scenario, set *rules.Set, cfg *rules.Config) (*advisor.Diagnosis, error) {
+// runDemo serves the scenario on a loopback port and diagnoses it over HTTP,
+// through the same reading and evidence building as diagnose --vllm.
+func runDemo(ctx context.Context, sc *sim.Scenario, set *rules.Set, cfg *rules.Config) (*advisor.Diagnosis, error) {
 	e, err := sim.New(sc, false)
 	if err != nil {
 		return nil, err
@@ -124,18 +128,19 @@ func runDemo(sc *sim.Scenario, set *rules.Set, cfg *rules.Config) (*advisor.Diag
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(ln)
 	defer hs.Close()
-	url := "http://" + ln.Addr().String() + "/metrics"
-	gpuURL := "http://" + ln.Addr().String() + "/dcgm/metrics"
+	base := "http://" + ln.Addr().String()
 	// In order: the vLLM scrape moves the clock, the GPU scrape then reads the
 	// step that just ran, so every run reads the same numbers.
-	s := &scrape.Scraper{URLs: []string{url, gpuURL}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true,
-		Client: &http.Client{Timeout: 10 * time.Second}}
-	w, err := s.Run(context.Background())
+	in, err := diagnosis.Read(ctx, diagnosis.Sources{Scrape: &diagnosis.ScrapeSource{
+		Engines: []string{base + "/metrics"}, GPUExporters: []string{base + "/dcgm/metrics"},
+		Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true,
+		Client: &http.Client{Timeout: 10 * time.Second}}}, nil)
 	if err != nil {
 		return nil, err
 	}
-	d := Diagnose(w, []advisor.Source{{Kind: "scrape", URL: url, OK: true}, {Kind: "dcgm", URL: gpuURL, OK: true}},
-		set, cfg, vllm.Options{})
+	// The scenario harnesses want a verdict of "unknown" over an error, so
+	// an input without a target is diagnosed as it is.
+	d := in.Diagnose(set, cfg)
 	d.Notes = append([]string{fmt.Sprintf("simulated scenario %s: %s", sc.Name, oneLineText(sc.Description))}, d.Notes...)
 	return d, nil
 }
@@ -162,15 +167,22 @@ func newSim() *cobra.Command {
 		scenario, listen        string
 		speed                   float64
 		benchOut, logOut, omOut string
+		engineName              string
 	)
 	c := &cobra.Command{
 		Use:   "sim",
-		Short: "Serve a simulated vLLM server's /metrics (and /dcgm/metrics) for Prometheus or Grafana",
+		Short: "Serve a simulated vLLM or SGLang server's /metrics (and /dcgm/metrics) for Prometheus or Grafana",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sc, err := loadScenario(scenario)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			if sc.Exposes, err = simEngine(engineName); err != nil {
+				return err
+			}
+			if logOut != "" && sc.Exposes != "vllm" {
+				return usageErr("--log writes vLLM's stats log; the simulator does not write %s's", sc.Exposes)
 			}
 			if speed <= 0 {
 				return usageErr("--speed must be positive")
@@ -190,9 +202,7 @@ func newSim() *cobra.Command {
 			fmt.Fprintf(cmd.ErrOrStderr(), "simulating %s at %g× on http://%s/metrics (GPU metrics on /dcgm/metrics); Ctrl-C stops\n",
 				sc.Name, speed, ln.Addr())
 			hs := &http.Server{Handler: sim.NewServer(e, 0, speed).Handler(), ReadHeaderTimeout: 5 * time.Second}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-			defer stop()
-			go func() { <-ctx.Done(); hs.Close() }()
+			go func() { <-cmd.Context().Done(); hs.Close() }()
 			if err := hs.Serve(ln); err != nil && err != http.ErrServerClosed {
 				return &exitError{2, err.Error()}
 			}
@@ -200,12 +210,24 @@ func newSim() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&scenario, "scenario", "queue-bound", "scenario name or .yaml file (- for stdin)")
+	c.Flags().StringVar(&engineName, "engine", "vllm", "whose metric names to serve: "+strings.Join(sim.Exposures, " or "))
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8000", "address to serve on")
 	c.Flags().Float64Var(&speed, "speed", 1, "virtual seconds per real second")
 	c.Flags().StringVar(&benchOut, "bench", "", "instead of serving, run the scenario and write its requests as vllm bench serve JSON")
 	c.Flags().StringVar(&logOut, "log", "", "instead of serving, run the scenario and write vLLM's periodic stats log")
 	c.Flags().StringVar(&omOut, "openmetrics", "", "instead of serving, run the scenario and write timestamped OpenMetrics (for promtool tsdb create-blocks-from openmetrics)")
 	return c
+}
+
+// simEngine checks an --engine value against the names the simulator can
+// serve.
+func simEngine(name string) (string, error) {
+	for _, x := range sim.Exposures {
+		if x == name {
+			return name, nil
+		}
+	}
+	return "", usageErr("--engine %q: the simulator serves %s names", name, strings.Join(sim.Exposures, " or "))
 }
 
 // runOffline writes the requested files from one run of the scenario.

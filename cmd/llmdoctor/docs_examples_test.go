@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"io"
 	"net"
 	"net/http"
@@ -18,7 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmdoctor/llmdoctor/internal/promtest"
-	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
 
@@ -241,8 +242,18 @@ func TestReadmeUsageRuns(t *testing.T) {
 }
 
 // Flags of other programs the docs name (vLLM's server and benchmark).
-var foreignFlags = map[string]bool{"--max-num-seqs": true, "--max-num-batched-tokens": true,
-	"--save-result": true, "--save-detailed": true, "--append-result": true}
+var foreignFlags = func() map[string]bool {
+	m := map[string]bool{"--save-result": true, "--save-detailed": true, "--append-result": true}
+	// Serving engines' own flags, as their catalogues name them for knobs.
+	for _, e := range engine.Engines() {
+		for _, f := range e.Knobs {
+			for _, x := range regexp.MustCompile(`--[a-z][a-z0-9-]*`).FindAllString(f, -1) {
+				m[x] = true
+			}
+		}
+	}
+	return m
+}()
 
 // Every flag the README and the guides in docs/ name exists on a command.
 func TestDocsNameRealFlags(t *testing.T) {
@@ -397,7 +408,7 @@ func TestReadmeProseExamplesRun(t *testing.T) {
 		if number(m[1]) != len(set.Rules) || number(m[2]) != len(items) {
 			t.Errorf("the README says %s rules and %s checklist items; there are %d and %d", m[1], m[2], len(set.Rules), len(items))
 		}
-		s := regexp.MustCompile("runs one of (\\S+) simulator scenarios").FindStringSubmatch(readme)
+		s := regexp.MustCompile(`runs one of (\S+) simulator scenarios`).FindStringSubmatch(readme)
 		all, err := sim.Scenarios()
 		if s == nil || err != nil || number(s[1]) != len(all) {
 			t.Errorf("the README's scenario count %v; there are %d (%v)", s, len(all), err)
@@ -507,7 +518,7 @@ func TestWritingRulesHelpersGiveTheirExamples(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ got, want string }{
-		{rules.Duration(0.412), "412ms"}, {rules.Tokens(12000), "12.0k"}, {rules.BytesPerSecond(1.28e12), "1.28 TB/s"},
+		{units.Duration(0.412), "412ms"}, {units.Tokens(12000), "12.0k"}, {units.BytesPerSecond(1.28e12), "1.28 TB/s"},
 	} {
 		if c.got != c.want {
 			t.Errorf("helper gives %q, the doc shows %q", c.got, c.want)

@@ -3,10 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"strings"
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
+	"github.com/llmdoctor/llmdoctor/collectors/requests"
+	"github.com/llmdoctor/llmdoctor/collectors/scrape"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 )
 
 // dur prints a duration as it is written on the command line: 10m, not 10m0s.
@@ -21,34 +25,121 @@ func dur(d time.Duration) string {
 	return s
 }
 
-// check refuses --prom flag values that cannot give a window, before any
-// query is sent.
-func (p *promFlags) check() error {
+// checkScrapeFlags refuses scrape and snapshot flag values that mean
+// nothing whichever source is read. (With --target, Validate has refused
+// them already in the same words.)
+func (o *diagnoseOpts) checkScrapeFlags() error {
 	switch {
-	case p.window <= 0:
-		return usageErr("--window %s: want a positive duration such as 15m", dur(p.window))
-	case p.step < 0:
-		return usageErr("--step %s: want a positive duration such as 30s, or leave it out (window/60, at least 15s)", dur(p.step))
-	case p.parallel < 1:
-		return usageErr("--prom-parallel %d: want at least 1 query in flight (default 8)", p.parallel)
-	case p.timeout <= 0:
-		return usageErr("--prom-timeout %s: want a positive duration such as 30s", dur(p.timeout))
-	case p.cert != "" && p.key == "":
-		return usageErr("--prom-cert needs --prom-key, the client certificate's private key (PEM)")
-	case p.key != "" && p.cert == "":
-		return usageErr("--prom-key needs --prom-cert, the client certificate (PEM)")
-	}
-	// A window shorter than one scrape interval holds at most one sample of
-	// a series: increase() over it is empty or a guess, and a range query
-	// repeats that one sample at every step as if it were many.
-	if p.window < prom.MinStep {
-		return usageErr("--window %s is shorter than one scrape interval (Prometheus usually scrapes every %s or more): give --window %s or more",
-			dur(p.window), dur(prom.MinStep), dur(prom.MinStep))
-	}
-	if p.window < p.step {
-		return usageErr("--window %s is shorter than --step %s: give a window of at least one step", dur(p.window), dur(p.step))
+	case o.interval <= 0 || o.duration < 0 || o.scrapes < 0:
+		return o.sourceProblem(diagnosis.BadSchedule)
+	case o.timeout <= 0:
+		return o.sourceProblem(diagnosis.BadScrapeTimeout)
+	case o.snapshotInterval < 0:
+		return o.sourceProblem(diagnosis.BadSnapshotInterval)
 	}
 	return nil
+}
+
+// explain words an error of the pipeline for the command line: which flag
+// to change, with every credential the flags carry masked. All are exit 2.
+func (o *diagnoseOpts) explain(err error) error {
+	var (
+		se *diagnosis.SourceError
+		re *diagnosis.ReadError
+		ne *diagnosis.NoTargetError
+		ee *exitError
+	)
+	switch {
+	case errors.As(err, &ee):
+		return o.mask(err)
+	case errors.As(err, &se):
+		return o.sourceProblem(se.Problem)
+	case errors.As(err, &ne):
+		return o.mask(nothingDiagnosed(ne))
+	case errors.As(err, &re):
+		return o.mask(o.readFailure(re))
+	}
+	return o.mask(&exitError{2, err.Error()})
+}
+
+// mask hides the flags' credentials in an error's message.
+func (o *diagnoseOpts) mask(err error) error {
+	sec := o.secrets()
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return &exitError{ee.code, sec.String(ee.msg)}
+	}
+	return errors.New(sec.String(err.Error()))
+}
+
+// sourceProblem words a problem of the sources as the flags that set them.
+func (o *diagnoseOpts) sourceProblem(p diagnosis.Problem) error {
+	pf := &o.prom
+	switch p {
+	case diagnosis.NothingToRead:
+		return usageErr("nothing to read: give --prom URL, --target URL, --snapshot FILE, --log FILE, --bench FILE or --requests FILE (try --help)")
+	case diagnosis.SeveralMetricsSources:
+		return usageErr("give one kind of metrics source: --prom, --target, --snapshot or --log")
+	case diagnosis.HeaderWithoutEngine:
+		return usageErr("--target-header applies to --target and --dcgm scrapes")
+	case diagnosis.GPUWithoutEngine:
+		return usageErr("--dcgm is scraped alongside --target; with snapshots, pass the exporter's saved output as another --snapshot")
+	case diagnosis.BadSchedule:
+		return usageErr("--interval must be positive, --duration and --scrapes not negative")
+	case diagnosis.BadScrapeTimeout:
+		return usageErr("--timeout %s: want a positive duration such as 10s, the time one scrape may take", dur(o.timeout))
+	case diagnosis.DurationUnderInterval:
+		// The second scrape comes one interval after the first: the window
+		// would be longer than asked.
+		return usageErr("--duration %s is shorter than --interval %s: give --duration %s or more (0 for a single scrape)",
+			dur(o.duration), dur(o.interval), dur(o.interval))
+	case diagnosis.BadSnapshotInterval:
+		return usageErr("--snapshot-interval %s: want a positive duration such as 15m", dur(o.snapshotInterval))
+	case diagnosis.BadPromWindow:
+		return usageErr("--window %s: want a positive duration such as 15m", dur(pf.window))
+	case diagnosis.BadPromStep:
+		return usageErr("--step %s: want a positive duration such as 30s, or leave it out (window/60, at least 15s)", dur(pf.step))
+	case diagnosis.BadPromParallel:
+		return usageErr("--prom-parallel %d: want at least 1 query in flight (default 8)", pf.parallel)
+	case diagnosis.BadPromTimeout:
+		return usageErr("--prom-timeout %s: want a positive duration such as 30s", dur(pf.timeout))
+	case diagnosis.CertWithoutKey:
+		return usageErr("--prom-cert needs --prom-key, the client certificate's private key (PEM)")
+	case diagnosis.KeyWithoutCert:
+		return usageErr("--prom-key needs --prom-cert, the client certificate (PEM)")
+	case diagnosis.PromWindowUnderScrape:
+		return usageErr("--window %s is shorter than one scrape interval (Prometheus usually scrapes every %s or more): give --window %s or more",
+			dur(pf.window), dur(prom.MinStep), dur(prom.MinStep))
+	case diagnosis.PromWindowUnderStep:
+		return usageErr("--window %s is shorter than --step %s: give a window of at least one step", dur(pf.window), dur(pf.step))
+	case diagnosis.UnknownEngine:
+		return usageErr("--engine %q: want auto, %s", o.engine, strings.Join(engine.Names(), " or "))
+	}
+	return usageErr("%v", &diagnosis.SourceError{Problem: p})
+}
+
+// readFailure words a source that could not be read: what happened, then
+// which flag to change.
+func (o *diagnoseOpts) readFailure(re *diagnosis.ReadError) error {
+	var (
+		fe *requests.FormatError
+		se *scrape.SpacingError
+	)
+	switch {
+	case re.Kind == diagnosis.KindPrometheus:
+		return o.prom.explain(re.Err)
+	case re.Opening:
+		return &exitError{2, fmt.Sprintf("--%s: %v", re.Kind, re.Err)}
+	case errors.As(re.Err, &fe) && fe.Reader != "" && fe.Reader != re.Kind:
+		return &exitError{2, fmt.Sprintf("%v: use --%s", re.Err, fe.Reader)}
+	case errors.As(re.Err, &fe) && fe.Convert != "":
+		return &exitError{2, fmt.Sprintf("%v, then give it to --requests", re.Err)}
+	case errors.As(re.Err, &se) && se.Readings > 0:
+		return &exitError{2, re.Err.Error() + ": leave out --snapshot-interval"}
+	case errors.As(re.Err, &se):
+		return &exitError{2, re.Err.Error() + ": pass --snapshot-interval (e.g. 15m)"}
+	}
+	return &exitError{2, re.Err.Error()}
 }
 
 // explain words a Prometheus failure for the command line: what happened,
@@ -87,21 +178,4 @@ func (p *promFlags) explain(err error) error {
 		msg += ": check --prom, --selector and --end"
 	}
 	return &exitError{2, msg}
-}
-
-// checkScrape refuses scrape and snapshot flag values that cannot give the
-// window asked for.
-func (o *diagnoseOpts) checkScrape() error {
-	switch {
-	case o.timeout <= 0:
-		return usageErr("--timeout %s: want a positive duration such as 10s, the time one scrape may take", dur(o.timeout))
-	case o.snapshotInterval < 0:
-		return usageErr("--snapshot-interval %s: want a positive duration such as 15m", dur(o.snapshotInterval))
-	case len(o.vllmURLs) > 0 && o.scrapes == 0 && o.duration > 0 && o.duration < o.interval:
-		// The second scrape comes one interval after the first: the window
-		// would be longer than asked.
-		return usageErr("--duration %s is shorter than --interval %s: give --duration %s or more (0 for a single scrape)",
-			dur(o.duration), dur(o.interval), dur(o.interval))
-	}
-	return nil
 }

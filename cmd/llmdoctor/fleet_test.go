@@ -10,7 +10,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
 
@@ -58,7 +58,7 @@ func TestFleetOutlierNamesTheInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, cfg, _ := loadRules("-", nil)
-	d := Diagnose(w, []advisor.Source{{Kind: "scrape", OK: true}}, set, cfg, vllm.Options{})
+	d := (&diagnosis.Input{Window: w, Sources: []advisor.Source{{Kind: "scrape", OK: true}}}).Diagnose(set, cfg)
 	if len(d.Targets) != 1 {
 		t.Fatalf("%d targets", len(d.Targets))
 	}
@@ -88,7 +88,7 @@ func TestOverloadShowsRisingTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, cfg, _ := loadRules("-", nil)
-	d := Diagnose(w, nil, set, cfg, vllm.Options{})
+	d := (&diagnosis.Input{Window: w}).Diagnose(set, cfg)
 	tg := d.Targets[0]
 	fired := false
 	for _, f := range tg.Findings {

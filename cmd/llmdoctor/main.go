@@ -3,9 +3,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 
 	"github.com/spf13/cobra"
 
@@ -29,9 +31,16 @@ func main() {
 }
 
 func run(args []string) int {
+	// One context for the command: Ctrl-C cancels it, so that a live scrape
+	// stops and diagnoses what it gathered and a Prometheus query stops.
+	// After the first Ctrl-C the default handling is back, so a second one
+	// ends the process whatever it is doing.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }()
 	root := newRoot()
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}

@@ -35,7 +35,7 @@ func example(name string) []string {
 		"--snapshot-interval", "15m"}
 }
 
-type diagnosis struct {
+type diagnosisView struct {
 	Schema  string `json:"schema"`
 	Targets []struct {
 		Primary struct {
@@ -54,9 +54,9 @@ type diagnosis struct {
 	} `json:"targets"`
 }
 
-func diagnoseJSON(t *testing.T, args ...string) diagnosis {
+func diagnoseJSON(t *testing.T, args ...string) diagnosisView {
 	t.Helper()
-	return diagnoseInto[diagnosis](t, args...)
+	return diagnoseInto[diagnosisView](t, args...)
 }
 
 // diagnoseInto runs diagnose --format json, checks it ran and gave one target

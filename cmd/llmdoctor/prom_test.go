@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/promtest"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
@@ -29,6 +30,9 @@ var promScenarios = func() []string {
 	}
 	return out
 }()
+
+// sglangPromScenarios are also backfilled with SGLang's metric names.
+var sglangPromScenarios = []string{"queue-bound", "kv-capacity", "decode-bound", "prefill-interference"}
 
 type promFixture struct {
 	url  string
@@ -87,6 +91,24 @@ func backfilledProm(t *testing.T) *promFixture {
 		promtest.Backfill(t, filepath.Join(dir, name+".om"), tsdb)
 		fx.ends[name] = epoch.Add(sc.Warmup + sc.Duration)
 	}
+	// The same scenarios served with SGLang's names, later in the same TSDB.
+	for i, name := range sglangPromScenarios {
+		sc, err := sim.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Exposes = "sglang"
+		epoch := sim.Epoch.Add(time.Duration(len(promScenarios)+i) * time.Hour)
+		om := filepath.Join(dir, "sglang-"+name+".om")
+		f, _ := os.Create(om)
+		err = sim.Offline{OpenMetrics: f, Step: fixtureStep, Epoch: epoch}.Run(sc)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		promtest.Backfill(t, om, tsdb)
+		fx.ends["sglang/"+name] = epoch.Add(sc.Warmup + sc.Duration)
+	}
 	bin, _ := promtest.Need(t)
 	srv, err := promtest.Launch(bin, tsdb, "")
 	if err != nil {
@@ -123,6 +145,38 @@ func runJSON(t *testing.T, args ...string) evidenceJSON {
 }
 
 func num(m map[string]any, path ...string) float64 { return evidenceNumber(m, strings.Join(path, ".")) }
+
+// A Prometheus holding SGLang series is diagnosed as one holding vLLM's:
+// the same verdict from the same simulated window, the target named as
+// SGLang's, and no more queries than for vLLM.
+func TestPromReadsSGLang(t *testing.T) {
+	fx := backfilledProm(t)
+	type target struct {
+		Target struct {
+			ServedBy string `json:"served_by"`
+		} `json:"target"`
+		Primary struct{ Bottleneck, Rule string } `json:"primary"`
+	}
+	type out struct {
+		Sources []struct{ Queries int } `json:"sources"`
+		Targets []target                `json:"targets"`
+	}
+	for _, name := range sglangPromScenarios {
+		t.Run(name, func(t *testing.T) {
+			sg := diagnoseInto[out](t, "--prom", fx.url, "--window", "15m", "--end", strconv.FormatInt(fx.ends["sglang/"+name].Unix(), 10))
+			vl := diagnoseInto[out](t, "--prom", fx.url, "--window", "15m", "--end", strconv.FormatInt(fx.ends[name].Unix(), 10))
+			if len(sg.Targets) != 1 || sg.Targets[0].Target.ServedBy != "sglang" {
+				t.Fatalf("targets %+v", sg.Targets)
+			}
+			if a, b := vl.Targets[0].Primary, sg.Targets[0].Primary; a != b {
+				t.Errorf("SGLang series give %+v, vLLM series %+v", b, a)
+			}
+			if sg.Sources[0].Queries > vl.Sources[0].Queries {
+				t.Errorf("%d queries for SGLang, %d for vLLM", sg.Sources[0].Queries, vl.Sources[0].Queries)
+			}
+		})
+	}
+}
 
 // --prom and --snapshot agree on the same data: same verdict, same counts,
 // quantiles within interpolation tolerance.
@@ -336,12 +390,15 @@ func BenchmarkPromFleet(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				var pf promFlags
 				pf.url, pf.end, pf.window, pf.step, pf.timeout, pf.parallel = url, end, 15*time.Minute, time.Minute, 2*time.Minute, 8
-				w, src, err := pf.collect([]string{"model_name"})
+				p, err := pf.source()
 				if err != nil {
 					b.Fatal(err)
 				}
-				d := Diagnose(w, src, set, cfg, vllm.Options{})
-				queries = src[0].Queries
+				d, err := diagnosis.Run(context.Background(), diagnosis.Sources{Prom: p, GroupBy: []string{"model_name"}}, set, cfg, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				queries = d.Sources[0].Queries
 				if len(d.Targets) != 1 || d.Targets[0].Primary.Bottleneck != "queueing" {
 					b.Fatalf("verdict %+v", d.Targets)
 				}

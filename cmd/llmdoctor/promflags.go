@@ -1,19 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
-	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 )
 
 type promFlags struct {
@@ -80,28 +77,17 @@ func (p *promFlags) connection() (prom.Connection, error) {
 	return c, nil
 }
 
-func (p *promFlags) collect(groupBy []string) (*window.Window, []advisor.Source, error) {
+// source is the Prometheus source the flags describe. The window's own
+// checks are diagnosis.Sources.Validate's; here only what cannot be parsed.
+func (p *promFlags) source() (*diagnosis.PromSource, error) {
 	end, err := parseEnd(p.end)
 	if err != nil {
-		return nil, nil, usageErr("%v", err)
-	}
-	if err := p.check(); err != nil {
-		return nil, nil, err
+		return nil, usageErr("%v", err)
 	}
 	conn, err := p.connection()
 	if err != nil {
-		return nil, nil, usageErr("%v", err)
+		return nil, usageErr("%v", err)
 	}
-	c, err := prom.New(conn, prom.Options{Window: p.window, End: end, Step: p.step, Selector: p.selector,
-		GroupBy: groupBy, Parallel: p.parallel})
-	if err != nil {
-		return nil, nil, p.explain(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	w, err := c.Collect(ctx)
-	if err != nil {
-		return nil, nil, p.explain(err)
-	}
-	return w, []advisor.Source{{Kind: "prometheus", URL: conn.Redacted(), OK: true, Queries: c.Queries()}}, nil
+	return &diagnosis.PromSource{Connection: conn, Options: prom.Options{Window: p.window, End: end, Step: p.step,
+		Selector: p.selector, Parallel: p.parallel}}, nil
 }

@@ -85,10 +85,10 @@ func init() {
 					"diagnose", "--prom", slow, "--prom-timeout", "200ms")(t)
 			}},
 		robustCase{Area: "flags", Input: "a Prometheus without vLLM metrics in the window",
-			Want: "exit 2, one line: no vLLM metrics between START and END: check --prom, --selector and --end",
+			Want: "exit 2, one line: no SGLang or vLLM metrics between START and END: check --prom, --selector and --end",
 			Test: func(t *testing.T) {
 				empty := promAPI(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"status":"success","data":[]}`) })
-				refusedWith([]string{"has no vLLM metrics", "check --prom, --selector and --end"}, nil, "diagnose", "--prom", empty)(t)
+				refusedWith([]string{"has no SGLang or vLLM metrics", "check --prom, --selector and --end"}, nil, "diagnose", "--prom", empty)(t)
 			}},
 		robustCase{Area: "flags", Input: "--duration 1s --interval 5s with --vllm",
 			Want: "refused before the first scrape, exit 2: --duration 1s is shorter than --interval 5s (the window would be one interval, not what was asked)",

@@ -38,10 +38,10 @@ func oneLine2(t *testing.T, want string, args ...string) {
 func init() {
 	robustCases = append(robustCases,
 		robustCase{Area: "sources", Input: "an endpoint that serves another program's metrics",
-			Want: "exit 2, one line: no vLLM metrics in the sources; never an empty report that reads as success",
+			Want: "exit 2, one line: no SGLang or vLLM metrics in the sources; never an empty report that reads as success",
 			Test: func(t *testing.T) {
 				u := serveText(t, "# TYPE go_goroutines gauge\ngo_goroutines 12\n")
-				oneLine2(t, "no vLLM metrics", "diagnose", "--vllm", u, "--duration", "0s")
+				oneLine2(t, "no SGLang or vLLM metrics", "diagnose", "--vllm", u, "--duration", "0s")
 			}},
 		robustCase{Area: "sources", Input: "a dcgm-exporter file alone as --snapshot",
 			Want: "exit 2, one line: dcgm-exporter metrics only, add the vLLM server's",

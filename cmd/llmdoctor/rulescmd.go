@@ -14,13 +14,6 @@ import (
 	"github.com/llmdoctor/llmdoctor/rules"
 )
 
-func addOutputFlags(f *pflag.FlagSet, format *string, outputs *[]string, color *string, formats string) {
-	f.StringVar(format, "format", "text", "output format on stdout: "+formats)
-	f.StringArrayVar(outputs, "output", nil, "also write FORMAT=PATH (e.g. json=diagnosis.json); repeatable")
-	*color = "auto"
-	f.Var(choice{color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
-}
-
 // choice is a string flag holding one of a fixed set of values: a typo is
 // refused when flags are parsed, not taken silently for the default.
 type choice struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -38,14 +39,15 @@ func (r ScenarioResult) OK() bool {
 }
 
 // RunScenarios diagnoses every built-in scenario through the demo path.
-func RunScenarios(set *rules.Set, cfg *rules.Config) ([]ScenarioResult, error) {
+func RunScenarios(set *rules.Set, cfg *rules.Config, exposes string) ([]ScenarioResult, error) {
 	all, err := sim.Scenarios()
 	if err != nil {
 		return nil, err
 	}
 	var out []ScenarioResult
 	for _, sc := range all {
-		d, err := runDemo(sc, set, cfg)
+		sc.Exposes = exposes
+		d, err := runDemo(context.Background(), sc, set, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", sc.Name, err)
 		}

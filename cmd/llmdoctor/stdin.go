@@ -67,16 +67,6 @@ func (o *diagnoseOpts) stdinUses() error {
 	)
 }
 
-// openInput opens a file flag's path, or standard input for "-", and
-// returns the name to report it by.
-func openInput(path string) (io.ReadCloser, string, error) {
-	if path == "-" {
-		return io.NopCloser(os.Stdin), stdinName, nil
-	}
-	f, err := os.Open(path)
-	return f, path, err
-}
-
 // stdinRead holds standard input once read, for the process's current
 // os.Stdin, so that a flag read twice (the bearer token: once to know what
 // to mask, once to send) sees it both times.

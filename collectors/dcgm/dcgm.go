@@ -4,6 +4,7 @@ package dcgm
 
 import (
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"math"
 	"net"
 	"sort"
@@ -22,7 +23,7 @@ type Metric struct {
 	How    string
 }
 
-// Catalogue lists the GPU gauges llmdoctor reads (reference/dcgm.md §1.2, §1.5).
+// Catalogue lists the GPU gauges llmdoctor reads, with their names in dcgm-exporter before and after 4.9 (etc/default-counters.csv in NVIDIA/dcgm-exporter).
 var Catalogue = []Metric{
 	{"dram_active", []string{"DCGM_FI_PROF_DRAM_UTIL_RATIO", "DCGM_FI_PROF_DRAM_ACTIVE"}, []float64{1, 1},
 		"enable profiling metrics (DCP) in dcgm-exporter"},
@@ -37,6 +38,14 @@ var Catalogue = []Metric{
 	{"fb_used_ratio", []string{"DCGM_FI_DEV_FB_USED_RATIO"}, []float64{1}, "dcgm-exporter 4.9+"},
 	{"fb_used", []string{"DCGM_FI_DEV_FB_USED"}, []float64{1}, "dcgm-exporter default counters"},
 	{"fb_free", []string{"DCGM_FI_DEV_FB_FREE"}, []float64{1}, "dcgm-exporter default counters"},
+}
+
+func init() {
+	x := &engine.Exporter{Name: "dcgm", Keep: []string{"gpu", "UUID", "uuid", "Hostname", "hostname", "modelName", "pod", "namespace", "instance", "GPU_I_ID"}}
+	for _, m := range Catalogue {
+		x.Gauges = append(x.Gauges, m.Names)
+	}
+	engine.RegisterExporter(x)
 }
 
 // Known reports whether name is a GPU metric llmdoctor reads.

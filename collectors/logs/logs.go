@@ -7,6 +7,8 @@ package logs
 import (
 	"bufio"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"io"
 	"math"
 	"regexp"
@@ -18,7 +20,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
 
-// The head of a stats line, V0 and V1 (reference/vllm-metrics.md §3).
+// The head of a stats line, V0 and V1 (vllm/v1/metrics/loggers.py and vllm/engine/metrics.py in vllm-project/vllm).
 var statsRe = regexp.MustCompile(`(?:Engine (\d{3}): |(\d+) Engines Aggregated: )?Avg prompt throughput: ([\d.]+) tokens/s, ` +
 	`Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, (?:Swapped: \d+ reqs, Pending|Waiting): (\d+) reqs`)
 
@@ -185,11 +187,11 @@ func build(byEngine map[string][]sample, model, from string) *window.Window {
 		add := func(name string, p []float64) {
 			w.Gauges[name] = append(w.Gauges[name], window.Gauge{Labels: l, Points: p})
 		}
-		add("vllm:num_requests_running", points(func(s sample) float64 { return s.running }))
-		add("vllm:num_requests_waiting", points(func(s sample) float64 { return s.waiting }))
-		add("vllm:kv_cache_usage_perc", points(func(s sample) float64 { return s.kv }))
+		add(vllm.Name(engine.Running), points(func(s sample) float64 { return s.running }))
+		add(vllm.Name(engine.Waiting), points(func(s sample) float64 { return s.waiting }))
+		add(vllm.Name(engine.KVUsage), points(func(s sample) float64 { return s.kv }))
 		// The log's hit rate is over the last 1000 requests: a gauge, as V0 had.
-		add("vllm:gpu_prefix_cache_hit_rate", points(func(s sample) float64 { return s.hit }))
+		add(vllm.Name(engine.PrefixHitGauge), points(func(s sample) float64 { return s.hit }))
 		var prompt, gen, pre float64
 		sawPre := false
 		prev := w.Start
@@ -201,12 +203,12 @@ func build(byEngine map[string][]sample, model, from string) *window.Window {
 			pre += s.preemptions
 			sawPre = sawPre || s.sawPreemptions
 		}
-		w.Counters["vllm:prompt_tokens_total"] = append(w.Counters["vllm:prompt_tokens_total"], window.Counter{Labels: l, Increase: prompt})
-		w.Counters["vllm:generation_tokens_total"] = append(w.Counters["vllm:generation_tokens_total"], window.Counter{Labels: l, Increase: gen})
+		w.Counters[vllm.Name(engine.PromptTokens)] = append(w.Counters[vllm.Name(engine.PromptTokens)], window.Counter{Labels: l, Increase: prompt})
+		w.Counters[vllm.Name(engine.GenTokens)] = append(w.Counters[vllm.Name(engine.GenTokens)], window.Counter{Labels: l, Increase: gen})
 		// Without a single Preemptions field the count is unknown, not zero:
 		// older versions never print it.
 		if sawPre {
-			w.Counters["vllm:num_preemptions_total"] = append(w.Counters["vllm:num_preemptions_total"], window.Counter{Labels: l, Increase: pre})
+			w.Counters[vllm.Name(engine.Preemptions)] = append(w.Counters[vllm.Name(engine.Preemptions)], window.Counter{Labels: l, Increase: pre})
 		}
 	}
 	return w

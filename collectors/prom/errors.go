@@ -2,6 +2,8 @@ package prom
 
 import (
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
+
 	"time"
 )
 
@@ -33,7 +35,7 @@ const (
 	TooExpensive
 	// ServerFailed: the server or a proxy in front of it failed (5xx).
 	ServerFailed
-	// NoMetrics: no vLLM metric matched in the window.
+	// NoMetrics: no serving engine's metric matched in the window.
 	NoMetrics
 )
 
@@ -83,7 +85,7 @@ func (e *Error) Error() string {
 		if e.Selector != "" {
 			where = " matching {" + e.Selector + "}"
 		}
-		return fmt.Sprintf("%s has no vLLM metrics%s between %s and %s", e.URL, where,
+		return fmt.Sprintf("%s has no %s metrics%s between %s and %s", e.URL, engine.Titles(), where,
 			e.Start.UTC().Format(time.RFC3339), e.End.UTC().Format(time.RFC3339))
 	}
 	if e.Query != "" {

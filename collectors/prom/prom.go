@@ -1,4 +1,4 @@
-// Package prom reads vLLM and DCGM metrics from a Prometheus-compatible API
+// Package prom reads the registered engines' and exporters' metrics from a Prometheus-compatible API
 // (Prometheus, Thanos, Mimir, VictoriaMetrics) into the same window the
 // scrape collector builds, with the aggregation done on the server: the
 // number of queries depends on the metric catalogue, never on how many
@@ -12,6 +12,8 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,8 +24,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
 )
@@ -35,8 +36,9 @@ type Options struct {
 	Step   time.Duration
 	// Selector holds label matchers added to every query: namespace="prod".
 	Selector string
-	// GroupBy are the target labels (default model_name); instance and
-	// engine are always kept so that replicas and engines stay apart.
+	// GroupBy are the target labels (default model_name); the engines'
+	// member labels (instance, engine, dp_rank) are always kept so that
+	// replicas and ranks stay apart.
 	GroupBy []string
 	// Parallel bounds the queries in flight (default 8).
 	Parallel int
@@ -122,7 +124,12 @@ func (c *Collector) sel(name string, extra ...string) string {
 }
 
 func (c *Collector) keep(extra ...string) string {
-	set := map[string]bool{"instance": true, "engine": true}
+	set := map[string]bool{}
+	for _, eng := range engine.Engines() {
+		for _, m := range eng.Members {
+			set[m] = true
+		}
+	}
 	for _, g := range c.opt.GroupBy {
 		set[g] = true
 	}
@@ -153,63 +160,34 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 	}
 	var jobs []func(context.Context) error
 	var mu sync.Mutex
-	haveVLLM := false
-	for _, m := range vllm.Catalogue {
-		name, ok := pick(m, names)
-		if !ok {
-			continue
-		}
-		haveVLLM = true
-		extra := map[string][]string{vllm.RequestSuccess: {"finished_reason"}, vllm.WaitingByReason: {"reason"}}[m.Key]
-		keep := c.keep(extra...)
-		switch m.Kind {
-		case vllm.Counter:
-			jobs = append(jobs, func(ctx context.Context) error {
-				v, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (increase(%s[%s]))", keep, c.sel(name), c.rng()))
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				for _, s := range v {
-					w.Counters[name] = append(w.Counters[name], window.Counter{Labels: labels(s.Metric), Increase: float64(s.Value)})
-				}
-				return nil
-			})
-		case vllm.Histogram:
-			jobs = append(jobs, func(ctx context.Context) error {
-				return c.histogram(ctx, w, &mu, name, keep)
-			})
-		case vllm.Gauge:
-			jobs = append(jobs, func(ctx context.Context) error {
-				return c.gauge(ctx, w, &mu, name, fmt.Sprintf("sum by (%s) (%s)", keep, c.stepSamples(name)))
-			})
-		case vllm.Info:
-			jobs = append(jobs, func(ctx context.Context) error {
-				v, err := c.instant(ctx, fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), c.rng()))
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				for _, s := range v {
-					w.Infos[name] = append(w.Infos[name], window.Info{Labels: labels(s.Metric)})
-				}
-				return nil
-			})
-		}
-	}
-	if !haveVLLM {
-		return nil, &Error{Kind: NoMetrics, URL: c.url, Selector: c.opt.Selector, Start: start, End: end}
-	}
-	for _, m := range dcgm.Catalogue {
-		for _, name := range m.Names {
-			if !names[name] {
+	haveEngine := false
+	queried := map[string]bool{}
+	for _, eng := range engine.Engines() {
+		for _, m := range eng.Catalogue {
+			name, ok := pick(m, names)
+			if !ok || queried[name] {
+				// One family under two keys (SGLang's prompt tokens are
+				// also its prefix cache's lookups) is read once.
 				continue
 			}
-			q := fmt.Sprintf("avg by (gpu, UUID, uuid, Hostname, hostname, modelName, pod, namespace, instance, GPU_I_ID) (%s)", c.stepSamples(name))
-			jobs = append(jobs, func(ctx context.Context) error { return c.gauge(ctx, w, &mu, name, q) })
-			break
+			queried[name] = true
+			haveEngine = true
+			jobs = append(jobs, c.job(w, &mu, m, name, c.copies(eng)))
+		}
+	}
+	if !haveEngine {
+		return nil, &Error{Kind: NoMetrics, URL: c.url, Selector: c.opt.Selector, Start: start, End: end}
+	}
+	for _, x := range engine.Exporters() {
+		for _, alt := range x.Gauges {
+			for _, name := range alt {
+				if !names[name] {
+					continue
+				}
+				q := fmt.Sprintf("avg by (%s) (%s)", strings.Join(x.Keep, ", "), c.stepSamples(name))
+				jobs = append(jobs, func(ctx context.Context) error { return c.gauge(ctx, w, &mu, name, q) })
+				break
+			}
 		}
 	}
 	if err := c.run(ctx, jobs); err != nil {
@@ -217,6 +195,88 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 	}
 	w.Notes = append(w.Notes, dedup(c.notes)...)
 	return w, nil
+}
+
+// job reads one engine family by its kind.
+// copies are the engine's copy labels (engine.Engine.Copies) the target is
+// not grouped by: series differing only in them repeat one number.
+func (c *Collector) copies(eng *engine.Engine) []string {
+	var out []string
+	for _, l := range eng.Copies {
+		if !slices.Contains(c.opt.GroupBy, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// once reads one copy of each number: the largest of series that differ
+// only in a copy label, as the builder does for scrapes.
+func once(copies []string, inner string) string {
+	if len(copies) == 0 {
+		return inner
+	}
+	return fmt.Sprintf("max without (%s) (%s)", strings.Join(copies, ", "), inner)
+}
+
+func (c *Collector) job(w *window.Window, mu *sync.Mutex, m engine.Metric, name string, copies []string) func(context.Context) error {
+	keep := c.keep(append(append([]string{}, m.Keep...), matchLabels(m)...)...)
+	switch m.Kind {
+	case engine.Counter:
+		return func(ctx context.Context) error {
+			v, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (%s)", keep, once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name, matchers(m)...), c.rng()))))
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, s := range v {
+				w.Counters[name] = append(w.Counters[name], window.Counter{Labels: labels(s.Metric), Increase: float64(s.Value)})
+			}
+			return nil
+		}
+	case engine.Histogram:
+		return func(ctx context.Context) error {
+			return c.histogram(ctx, w, mu, name, keep, matchers(m), copies)
+		}
+	case engine.Gauge:
+		return func(ctx context.Context) error {
+			return c.gauge(ctx, w, mu, name, fmt.Sprintf("sum by (%s) (%s)", keep, once(copies, c.stepSamples(name, matchers(m)...))))
+		}
+	default:
+		return func(ctx context.Context) error {
+			v, err := c.instant(ctx, fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), c.rng()))
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, s := range v {
+				w.Infos[name] = append(w.Infos[name], window.Info{Labels: labels(s.Metric)})
+			}
+			return nil
+		}
+	}
+}
+
+// matchers turns a metric's label match into selector matchers.
+func matchers(m engine.Metric) []string {
+	var out []string
+	for i := 0; i+1 < len(m.Match); i += 2 {
+		out = append(out, fmt.Sprintf("%s=%q", m.Match[i], m.Match[i+1]))
+	}
+	for i := 0; i+1 < len(m.Exclude); i += 2 {
+		out = append(out, fmt.Sprintf("%s!=%q", m.Exclude[i], m.Exclude[i+1]))
+	}
+	return out
+}
+
+func matchLabels(m engine.Metric) []string {
+	var out []string
+	for i := 0; i+1 < len(m.Match); i += 2 {
+		out = append(out, m.Match[i])
+	}
+	return out
 }
 
 func dedup(l []string) []string {
@@ -231,10 +291,17 @@ func dedup(l []string) []string {
 	return out
 }
 
-// discover asks once which metric names exist, instead of assuming a vLLM
+// discover asks once which metric names exist, instead of assuming an engine
 // or exporter version.
 func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[string]bool, error) {
-	match := `{__name__=~"vllm:.+|DCGM_.+"`
+	var alts []string
+	for _, n := range engine.Families() {
+		if m, _ := engine.Known(n); m.Kind == engine.Histogram {
+			n += "_bucket"
+		}
+		alts = append(alts, regexp.QuoteMeta(n))
+	}
+	match := fmt.Sprintf(`{__name__=~%q`, strings.Join(alts, "|"))
 	if s := strings.TrimSpace(c.opt.Selector); s != "" {
 		match += "," + s
 	}
@@ -252,10 +319,10 @@ func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[str
 	return out, nil
 }
 
-func pick(m vllm.Metric, names map[string]bool) (string, bool) {
+func pick(m engine.Metric, names map[string]bool) (string, bool) {
 	for _, n := range m.Names {
 		probe := n
-		if m.Kind == vllm.Histogram {
+		if m.Kind == engine.Histogram {
 			probe = n + "_bucket"
 		}
 		if names[probe] {
@@ -265,16 +332,19 @@ func pick(m vllm.Metric, names map[string]bool) (string, bool) {
 	return "", false
 }
 
-func (c *Collector) histogram(ctx context.Context, w *window.Window, mu *sync.Mutex, name, keep string) error {
-	buckets, err := c.instant(ctx, fmt.Sprintf("sum by (%s, le) (increase(%s[%s]))", keep, c.sel(name+"_bucket"), c.rng()))
+func (c *Collector) histogram(ctx context.Context, w *window.Window, mu *sync.Mutex, name, keep string, match, copies []string) error {
+	inc := func(part string, rng model.Duration) string {
+		return once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name+part, match...), rng))
+	}
+	buckets, err := c.instant(ctx, fmt.Sprintf("sum by (%s, le) (%s)", keep, inc("_bucket", model.Duration(c.opt.Window))))
 	if err != nil {
 		return err
 	}
 	var perStep model.Matrix
-	if window.StepFamilies[name] {
+	if engine.StepFamily(name) {
 		// Each step's increase, at the window's points: behaviour over time.
 		c.sent.Add(1)
-		q := fmt.Sprintf("sum by (%s, le) (increase(%s[%s]))", keep, c.sel(name+"_bucket"), model.Duration(c.opt.Step))
+		q := fmt.Sprintf("sum by (%s, le) (%s)", keep, inc("_bucket", model.Duration(c.opt.Step)))
 		val, warns, _, err := c.api.QueryRange(ctx, q, v1.Range{Start: w.Start, End: w.End, Step: c.opt.Step})
 		if err != nil {
 			return c.explain(err, q)
@@ -282,11 +352,11 @@ func (c *Collector) histogram(ctx context.Context, w *window.Window, mu *sync.Mu
 		c.warn(warns)
 		perStep, _ = val.(model.Matrix)
 	}
-	sums, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (increase(%s[%s]))", keep, c.sel(name+"_sum"), c.rng()))
+	sums, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (%s)", keep, inc("_sum", model.Duration(c.opt.Window))))
 	if err != nil {
 		return err
 	}
-	counts, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (increase(%s[%s]))", keep, c.sel(name+"_count"), c.rng()))
+	counts, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (%s)", keep, inc("_count", model.Duration(c.opt.Window))))
 	if err != nil {
 		return err
 	}
@@ -387,8 +457,8 @@ func (c *Collector) gauge(ctx context.Context, w *window.Window, mu *sync.Mutex,
 // stepSamples selects a gauge's samples of the last step only: a plain
 // selector repeats one scrape at every step for five minutes, so a step
 // shorter than the scrape interval would count one sample many times.
-func (c *Collector) stepSamples(name string) string {
-	return fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), model.Duration(c.opt.Step))
+func (c *Collector) stepSamples(name string, match ...string) string {
+	return fmt.Sprintf("last_over_time(%s[%s])", c.sel(name, match...), model.Duration(c.opt.Step))
 }
 
 func (c *Collector) instant(ctx context.Context, q string) (model.Vector, error) {

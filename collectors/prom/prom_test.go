@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	_ "github.com/llmdoctor/llmdoctor/collectors/sglang"
+	_ "github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,7 +67,7 @@ func TestFailuresAreOneClearLine(t *testing.T) {
 		}), "too expensive"},
 		"empty": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, `{"status":"success","data":[]}`)
-		}), "has no vLLM metrics"},
+		}), "has no SGLang or vLLM metrics"},
 		"not prometheus": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, "<html>login</html>")
 		}), "http://127.0.0.1"},

@@ -2,12 +2,13 @@ package scrape
 
 import (
 	"bytes"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	_ "github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/internal/expogen"
 )
 
@@ -42,7 +43,7 @@ func BenchmarkWindowAndEvidence5MB(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		s1, _ := Parse(data, "")
 		s2, _ := Parse(data, "")
-		ev := vllm.Build(Window([]*Snapshot{s1, s2}, "", "bench"), vllm.Options{})
+		ev := engine.Build(Window([]*Snapshot{s1, s2}, "", "bench"), engine.Options{})
 		if len(ev) != 1 || len(ev[0].Members) != 150 {
 			b.Fatalf("targets %d", len(ev))
 		}

@@ -10,7 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
 
@@ -74,7 +74,7 @@ func (u untypedParts) add(mf *dto.MetricFamily) bool {
 	if base == "" || mf.GetType() != dto.MetricType_UNTYPED {
 		return false
 	}
-	if m, ok := vllm.Known(base); !ok || m.Kind != vllm.Histogram {
+	if m, ok := engine.Known(base); !ok || m.Kind != engine.Histogram {
 		return false
 	}
 	for _, met := range mf.GetMetric() {
@@ -217,13 +217,6 @@ func splitByTime(data []byte) (times []int64, docs [][]byte, unstamped int, err 
 // maxSplit bounds the documents a file of several readings is split into.
 const maxSplit = 256 << 20
 
-// known finds the catalogue entry of a family llmdoctor reads.
-func known(name string) (vllm.Metric, bool) {
-	if m, ok := vllm.Known(name); ok {
-		return m, true
-	}
-	if dcgmKnown(name) {
-		return vllm.Metric{Key: name, Kind: vllm.Gauge}, true
-	}
-	return vllm.Metric{}, false
-}
+// known finds the catalogue entry of a family a registered engine or
+// exporter exposes.
+func known(name string) (engine.Metric, bool) { return engine.Known(name) }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"mime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,8 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
 
@@ -146,8 +146,6 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
-var dcgmKnown = dcgm.Known
-
 func fromFamilies(fams []*dto.MetricFamily) *Snapshot {
 	s := &Snapshot{
 		Counters:   map[string]map[string]counterSample{},
@@ -193,7 +191,7 @@ func fromFamilies(fams []*dto.MetricFamily) *Snapshot {
 			}
 			l := labelsOf(met)
 			key := l.Key()
-			if m.Kind != vllm.Info {
+			if m.Kind != engine.Info {
 				// The same series twice: keep the first when both say the
 				// same, withhold the family when they differ.
 				v := scalar(met)
@@ -210,21 +208,21 @@ func fromFamilies(fams []*dto.MetricFamily) *Snapshot {
 				seen[key] = v
 			}
 			switch m.Kind {
-			case vllm.Counter, vllm.Gauge:
+			case engine.Counter, engine.Gauge:
 				v := scalar(met)
-				if v == -1 && m.Key == vllm.PrefixHitGauge {
-					continue // V0's way of saying prefix caching is off: no number
+				if slices.Contains(m.Sentinels, v) {
+					continue // the engine's way of saying "no number"
 				}
 				if !finite(v) {
 					withhold(name, fmt.Sprintf("the series {%s} holds %g, not a count or a level", strings.TrimSuffix(key, ","), v))
 					continue
 				}
-				if m.Kind == vllm.Counter {
+				if m.Kind == engine.Counter {
 					put(s.Counters, name, key, counterSample{l, v})
 				} else {
 					put(s.Gauges, name, key, gaugeSample{l, v})
 				}
-			case vllm.Info:
+			case engine.Info:
 				dup := false
 				for _, x := range s.Infos[name] {
 					if x.Key() == key {
@@ -237,7 +235,7 @@ func fromFamilies(fams []*dto.MetricFamily) *Snapshot {
 					continue
 				}
 				s.Infos[name] = append(s.Infos[name], l)
-			case vllm.Histogram:
+			case engine.Histogram:
 				h := met.GetHistogram()
 				hs := histSample{labels: l, sum: h.GetSampleSum(), count: h.GetSampleCountFloat()}
 				if h.SampleCountFloat == nil {
@@ -311,13 +309,13 @@ func fromFamilies(fams []*dto.MetricFamily) *Snapshot {
 	return s
 }
 
-func kindMatches(k vllm.Kind, t dto.MetricType) bool {
+func kindMatches(k engine.Kind, t dto.MetricType) bool {
 	switch k {
-	case vllm.Counter:
+	case engine.Counter:
 		return t == dto.MetricType_COUNTER || t == dto.MetricType_UNTYPED
-	case vllm.Gauge, vllm.Info:
+	case engine.Gauge, engine.Info:
 		return t == dto.MetricType_GAUGE || t == dto.MetricType_UNTYPED
-	case vllm.Histogram:
+	case engine.Histogram:
 		return t == dto.MetricType_HISTOGRAM
 	}
 	return false

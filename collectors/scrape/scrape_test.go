@@ -3,6 +3,7 @@ package scrape
 import (
 	"context"
 	"errors"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
+	_ "github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/expogen"
 )
@@ -36,7 +37,7 @@ func TestParseKeepsEnginesSkipsCreatedAndWithholdsNaN(t *testing.T) {
 		t.Fatal("_created family kept as data")
 	}
 	w := Window([]*Snapshot{s}, "", "f")
-	ev := vllm.Build(w, vllm.Options{})
+	ev := engine.Build(w, engine.Options{})
 	if len(ev) != 1 || len(ev[0].Members) != 2 {
 		t.Fatalf("want one target with two engine members, got %d targets", len(ev))
 	}
@@ -91,7 +92,7 @@ func TestHistogramWithoutInfIsANoteNotAQuantile(t *testing.T) {
 	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "no +Inf") {
 		t.Fatalf("notes: %v", s.Notes)
 	}
-	ev := vllm.Build(Window([]*Snapshot{s}, "", "f"), vllm.Options{})
+	ev := engine.Build(Window([]*Snapshot{s}, "", "f"), engine.Options{})
 	if q := ev[0].Values.Stage.Queue; !math.IsNaN(q.P50) || q.Mean != 0.5 {
 		t.Fatalf("want NaN quantiles and a mean, got %+v", q)
 	}
@@ -142,7 +143,7 @@ func TestSeriesAppearingMidWindowCountsFromZero(t *testing.T) {
 	b := mustParse(t, "# TYPE vllm:request_success_total counter\nvllm:request_success_total{model_name=\"m\",finished_reason=\"stop\"} 30\n"+
 		"vllm:request_success_total{model_name=\"m\",finished_reason=\"error\"} 5\n")
 	a.Time, b.Time = time.Unix(0, 0), time.Unix(100, 0)
-	ev := vllm.Build(Window([]*Snapshot{a, b}, "", "f"), vllm.Options{})
+	ev := engine.Build(Window([]*Snapshot{a, b}, "", "f"), engine.Options{})
 	s := ev[0].Values.Service
 	if s.Finished != 25 || s.Errors != 5 || s.FailedShare != 0.2 || s.RequestRate != 0.25 {
 		t.Fatalf("finished %v errors %v share %v rate %v", s.Finished, s.Errors, s.FailedShare, s.RequestRate)
@@ -169,7 +170,7 @@ func TestScrapeOverHTTPMatchesSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := vllm.Build(w, vllm.Options{})[0].Values
+	live := engine.Build(w, engine.Options{})[0].Values
 	dir := t.TempDir()
 	os.WriteFile(dir+"/a.prom", []byte(start), 0o644)
 	os.WriteFile(dir+"/b.prom", []byte(end), 0o644)
@@ -177,7 +178,7 @@ func TestScrapeOverHTTPMatchesSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := vllm.Build(fw, vllm.Options{})[0].Values
+	files := engine.Build(fw, engine.Options{})[0].Values
 	if !sameDist(live.Stage.Queue, files.Stage.Queue) || !sameDist(live.Stage.TTFT, files.Stage.TTFT) || live.Service.Finished != files.Service.Finished {
 		t.Fatalf("live and file windows differ: %+v vs %+v", live.Stage.Queue, files.Stage.Queue)
 	}
@@ -256,6 +257,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 3 1000\nvllm:num_requests_running{model_name=\"m\"} 5 2000\n"))
 	f.Add([]byte("vllm:time_to_first_token_seconds_bucket{le=\"0.1\",model_name=\"m\"} 5\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 8\nvllm:time_to_first_token_seconds_sum{model_name=\"m\"} NaN\n"))
 	f.Add([]byte("# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.7\n"))
+	// SGLang (registered by sglang_test.go): priority totals, is_streaming,
+	// per-stage histograms, OpenMetrics from the gRPC sidecar, and the
+	// gateway's sglang_ names with a worker label.
+	f.Add([]byte(sglangText))
+	f.Add([]byte(sglangOpenMetrics))
+	f.Add([]byte("# TYPE sglang_num_queue_reqs gauge\nsglang_num_queue_reqs{model_name=\"m\",priority=\"\",tp_rank=\"0\",worker_addr=\"http://w:30000\"} 3\nsglang_num_queue_reqs{model_name=\"m\",priority=\"\",tp_rank=\"1\",worker_addr=\"http://w:30000\"} 3\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		ss, err := ParseSeries(in, "")
 		if err != nil {
@@ -273,7 +280,10 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		_ = Consistent(ss, nil)
-		vllm.Build(w, vllm.Options{})
+		// Every registered engine's builder, and the checks after it.
+		for _, e := range engine.Build(w, engine.Options{}) {
+			evidence.Check(e)
+		}
 	})
 }
 

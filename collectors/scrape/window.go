@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
 
@@ -100,7 +101,7 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 				}
 			}
 			h := histIncrease(seq, w.Cumulative)
-			if window.StepFamilies[name] && len(snaps) > 2 {
+			if engine.StepFamily(name) && len(snaps) > 2 {
 				h.Steps = steps(snaps, name, key)
 			}
 			h.Labels = label(h.Labels)

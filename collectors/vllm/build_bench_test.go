@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkBuild1000Instances(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ev := Build(w, Options{})
+		ev := engine.Build(w, engine.Options{})
 		if len(ev[0].Members) != 1000 {
 			b.Fatal(len(ev[0].Members))
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
 
@@ -26,7 +27,7 @@ func TestNewNameWinsWhenBothPresent(t *testing.T) {
 	l := window.Labels{"model_name": "m", "engine": "0"}
 	w.Gauges["vllm:gpu_cache_usage_perc"] = []window.Gauge{gauge(0.2, l)}
 	w.Gauges["vllm:kv_cache_usage_perc"] = []window.Gauge{gauge(0.9, l)}
-	e := Build(w, Options{})[0]
+	e := engine.Build(w, engine.Options{})[0]
 	if e.Values.Resource.KVUsage.Mean != 0.9 {
 		t.Fatalf("kv usage %v, want the new name's 0.9", e.Values.Resource.KVUsage.Mean)
 	}
@@ -43,7 +44,7 @@ func TestOldNamesAccepted(t *testing.T) {
 	w.Gauges["vllm:gpu_prefix_cache_hit_rate"] = []window.Gauge{gauge(0.3, l)}
 	w.Histograms["vllm:time_per_output_token_seconds"] = []window.Histogram{{Labels: l, Count: 40, Sum: 2,
 		Buckets: []window.Bucket{{UpperBound: 0.05, Count: 30}, {UpperBound: 0.1, Count: 40}, {UpperBound: math.Inf(1), Count: 40}}}}
-	e := Build(w, Options{})[0]
+	e := engine.Build(w, engine.Options{})[0]
 	v := e.Values
 	if v.Resource.KVUsage.Mean != 0.4 || v.Resource.PrefixHitRate != 0.3 || v.Stage.ITL.Count != 40 || v.Stage.ITL.Mean != 0.05 {
 		t.Fatalf("kv %v prefix %v itl %+v", v.Resource.KVUsage.Mean, v.Resource.PrefixHitRate, v.Stage.ITL)
@@ -64,7 +65,7 @@ func TestCacheConfigInfo(t *testing.T) {
 			"engine": eng, "block_size": "16", "num_gpu_blocks": "1000", "enable_prefix_caching": "True",
 			"gpu_memory_utilization": "0.92"}})
 	}
-	e := Build(w, Options{})[0]
+	e := engine.Build(w, engine.Options{})[0]
 	c := e.Values.Cond
 	if c.KVCapacityTokens != 32000 || c.GPUBlocks != 2000 || c.PrefixCaching != 1 || c.GPUMemoryUtilization != 0.92 || c.Engines != 2 {
 		t.Fatalf("cond %+v", c)
@@ -81,7 +82,7 @@ func TestTargetsPerModel(t *testing.T) {
 	w := win()
 	w.Gauges["vllm:num_requests_running"] = []window.Gauge{
 		gauge(1, window.Labels{"model_name": "a"}), gauge(2, window.Labels{"model_name": "b"})}
-	ev := Build(w, Options{})
+	ev := engine.Build(w, engine.Options{})
 	if len(ev) != 2 || ev[0].Target.Model != "a" || ev[1].Values.Service.Running.Mean != 2 {
 		t.Fatalf("targets %d", len(ev))
 	}
@@ -100,7 +101,7 @@ func TestEveryCatalogueNameIsUnique(t *testing.T) {
 			seen[n] = m.Key
 		}
 	}
-	if m, ok := Known("vllm:iteration_tokens_total"); !ok || m.Kind != Histogram {
+	if m, ok := engine.Known("vllm:iteration_tokens_total"); !ok || m.Kind != engine.Histogram {
 		t.Error("vllm:iteration_tokens_total is a histogram despite its suffix")
 	}
 }
@@ -112,7 +113,7 @@ func TestWaitingByReasonPrefersCapacity(t *testing.T) {
 	w.Gauges["vllm:num_requests_waiting_by_reason"] = []window.Gauge{
 		gauge(5, window.Labels{"model_name": "m", "reason": "capacity"}),
 		gauge(45, window.Labels{"model_name": "m", "reason": "deferred"})}
-	e := Build(w, Options{})[0]
+	e := engine.Build(w, engine.Options{})[0]
 	if e.Values.Service.Waiting.Mean != 5 {
 		t.Fatalf("waiting %v, want the capacity share 5", e.Values.Service.Waiting.Mean)
 	}
@@ -122,7 +123,7 @@ func TestSeriesWithoutModelNameAreLeftOutWithANote(t *testing.T) {
 	w := win()
 	w.Gauges["vllm:num_requests_running"] = []window.Gauge{
 		gauge(1, window.Labels{"model_name": "a"}), gauge(9, window.Labels{"server": "router"})}
-	ev := Build(w, Options{})
+	ev := engine.Build(w, engine.Options{})
 	if len(ev) != 1 || ev[0].Target.Model != "a" || len(w.Notes) != 1 {
 		t.Fatalf("targets %d notes %v", len(ev), w.Notes)
 	}
@@ -136,7 +137,7 @@ func TestRatioGaugesAverageCountsAdd(t *testing.T) {
 		w.Gauges["vllm:kv_cache_usage_perc"] = append(w.Gauges["vllm:kv_cache_usage_perc"], gauge(0.06, l))
 		w.Gauges["vllm:num_requests_running"] = append(w.Gauges["vllm:num_requests_running"], gauge(30, l))
 	}
-	e := Build(w, Options{})[0]
+	e := engine.Build(w, engine.Options{})[0]
 	if kv := e.Values.Resource.KVUsage.Mean; math.Abs(kv-0.06) > 1e-12 {
 		t.Fatalf("fleet KV usage %v, want 0.06", kv)
 	}
@@ -158,7 +159,7 @@ func TestMeanOutsideItsBucketsIsWithheld(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := win()
 			w.Histograms["vllm:time_to_first_token_seconds"] = []window.Histogram{{Labels: l, Count: 40, Sum: c.sum, Buckets: bk}}
-			e := Build(w, Options{})[0]
+			e := engine.Build(w, engine.Options{})[0]
 			if got := e.Inconsistent("stage.ttft.mean") != ""; got != c.bad {
 				t.Fatalf("withheld %v, want %v (%+v)", got, c.bad, e.Inconsistencies)
 			}
@@ -175,7 +176,7 @@ func TestReconfiguredEngineWithholdsCapacity(t *testing.T) {
 			"engine": "0", "num_gpu_blocks": blocks, "block_size": "16"}})
 	}
 	w.Gauges["vllm:num_requests_running"] = []window.Gauge{gauge(3, window.Labels{"model_name": "m", "engine": "0"})}
-	e := Build(w, Options{})[0]
+	e := engine.Build(w, engine.Options{})[0]
 	if !math.IsNaN(e.Values.Cond.KVCapacityTokens) || e.Inconsistent("cond.kv_capacity_tokens") == "" {
 		t.Fatalf("capacity %v, inconsistencies %+v", e.Values.Cond.KVCapacityTokens, e.Inconsistencies)
 	}

@@ -1,147 +1,171 @@
-// Package vllm knows vLLM's metric names across versions and turns a window of
-// them into evidence.
+// Package vllm registers vLLM's catalogue: its metric names across versions,
+// how a vLLM user obtains each evidence field, and its flag for each knob.
 package vllm
 
-// Kind is how a metric is exposed.
-type Kind int
+import "github.com/llmdoctor/llmdoctor/collectors/engine"
 
-// Metric kinds.
+// Catalogue keys are the engine's canonical keys.
 const (
-	Counter Kind = iota
-	Gauge
-	Histogram
-	Info
-)
-
-func (k Kind) String() string {
-	return [...]string{"counter", "gauge", "histogram", "info"}[k]
-}
-
-// Metric is one concept with every name vLLM has exposed it under.
-type Metric struct {
-	Key string
-	// Names are exposed family names, newest first: when a server exposes
-	// several (0.9.2–0.10.x expose old and new), the first present wins.
-	Names   []string
-	Kind    Kind
-	Unit    string
-	Meaning string
-	// Obtain tells a user how to get the metric when it is missing.
-	Obtain string
-}
-
-// Ratio reports gauges that are shares (KV usage, hit rates): averaged
-// across engines and instances, where counts are summed.
-func (m Metric) Ratio() bool { return m.Key == KVUsage || m.Key == PrefixHitGauge }
-
-// Catalogue keys.
-const (
-	TTFT            = "ttft"
-	QueueTime       = "queue_time"
-	PrefillTime     = "prefill_time"
-	DecodeTime      = "decode_time"
-	InferenceTime   = "inference_time"
-	StepLatency     = "step_latency"
-	RequestTPOT     = "request_tpot"
-	E2E             = "e2e"
-	PromptLen       = "prompt_len"
-	GenerationLen   = "generation_len"
-	ComputedPrompt  = "computed_prompt_len"
-	MaxTokens       = "max_tokens"
-	IterationTokens = "iteration_tokens"
-	PromptTokens    = "prompt_tokens"
-	GenTokens       = "generation_tokens"
-	Preemptions     = "preemptions"
-	RequestSuccess  = "request_success"
-	PrefixQueries   = "prefix_queries"
-	PrefixHits      = "prefix_hits"
-	PrefixHitGauge  = "prefix_hit_rate_gauge"
-	Running         = "running"
-	Waiting         = "waiting"
-	WaitingByReason = "waiting_by_reason"
-	KVUsage         = "kv_usage"
-	CacheConfig     = "cache_config"
+	TTFT            = engine.TTFT
+	QueueTime       = engine.QueueTime
+	PrefillTime     = engine.PrefillTime
+	DecodeTime      = engine.DecodeTime
+	InferenceTime   = engine.InferenceTime
+	StepLatency     = engine.StepLatency
+	RequestTPOT     = engine.RequestTPOT
+	E2E             = engine.E2E
+	PromptLen       = engine.PromptLen
+	GenerationLen   = engine.GenerationLen
+	ComputedPrompt  = engine.ComputedPrompt
+	MaxTokens       = engine.MaxTokens
+	IterationTokens = engine.IterationTokens
+	PromptTokens    = engine.PromptTokens
+	GenTokens       = engine.GenTokens
+	Preemptions     = engine.Preemptions
+	RequestSuccess  = engine.RequestSuccess
+	PrefixQueries   = engine.PrefixQueries
+	PrefixHits      = engine.PrefixHits
+	PrefixHitGauge  = engine.PrefixHitGauge
+	Running         = engine.Running
+	Waiting         = engine.Waiting
+	WaitingByReason = engine.WaitingByReason
+	KVUsage         = engine.KVUsage
+	CacheConfig     = engine.CacheConfig
 )
 
 // Catalogue lists every vLLM metric llmdoctor reads.
-var Catalogue = []Metric{
-	{TTFT, []string{"vllm:time_to_first_token_seconds"}, Histogram, "s",
-		"time to first token per request, from arrival at the API server (includes queue wait)",
-		"exported by every vLLM version; check that /metrics is scraped"},
-	{QueueTime, []string{"vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"}, Histogram, "s",
-		"time from queued to first scheduled per request",
-		"vLLM V1 engine (0.7.2+) exports vllm:request_queue_time_seconds; V0 servers do not: upgrade"},
-	{PrefillTime, []string{"vllm:request_prefill_time_seconds"}, Histogram, "s",
-		"time from first scheduled to first token per request",
-		"vLLM V1 engine (0.7.2+); V0 servers do not export it: upgrade"},
-	{DecodeTime, []string{"vllm:request_decode_time_seconds"}, Histogram, "s",
-		"time from first to last token per request", "vLLM V1 engine (0.7.2+)"},
-	{InferenceTime, []string{"vllm:request_inference_time_seconds"}, Histogram, "s",
-		"time from first scheduled to last token per request", "vLLM V1 engine (0.7.2+)"},
-	{StepLatency, []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"}, Histogram, "s",
-		"gap between engine steps for each decoding request (inter-token latency)",
-		"vllm:inter_token_latency_seconds from 0.11; vllm:time_per_output_token_seconds before 0.15"},
-	{RequestTPOT, []string{"vllm:request_time_per_output_token_seconds"}, Histogram, "s",
-		"per-request mean time per output token after the first", "vLLM 0.11+"},
-	{E2E, []string{"vllm:e2e_request_latency_seconds"}, Histogram, "s",
-		"end-to-end latency per request on the server", "exported by every vLLM version"},
-	{PromptLen, []string{"vllm:request_prompt_tokens"}, Histogram, "tokens",
-		"prompt tokens per finished request", "exported by every vLLM version"},
-	{GenerationLen, []string{"vllm:request_generation_tokens"}, Histogram, "tokens",
-		"generated tokens per finished request", "exported by every vLLM version"},
-	{ComputedPrompt, []string{"vllm:request_prefill_kv_computed_tokens"}, Histogram, "tokens",
-		"prompt tokens computed (not served from prefix cache) per request", "vLLM 0.13+"},
-	{MaxTokens, []string{"vllm:request_params_max_tokens"}, Histogram, "tokens",
-		"max_tokens requested per request", "clients must set max_tokens"},
-	{IterationTokens, []string{"vllm:iteration_tokens_total"}, Histogram, "tokens",
-		"tokens per engine step (a histogram despite the _total suffix)", "exported by every vLLM version"},
-	{PromptTokens, []string{"vllm:prompt_tokens_total"}, Counter, "tokens",
-		"prompt tokens processed, cached included", "exported by every vLLM version"},
-	{GenTokens, []string{"vllm:generation_tokens_total"}, Counter, "tokens",
-		"tokens generated", "exported by every vLLM version"},
-	{Preemptions, []string{"vllm:num_preemptions_total"}, Counter, "count",
-		"requests preempted because KV blocks ran out", "exported by every vLLM version"},
-	{RequestSuccess, []string{"vllm:request_success_total"}, Counter, "requests",
-		"finished requests by finished_reason (stop, length, abort, error, repetition)", "exported by every vLLM version"},
-	{PrefixQueries, []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}, Counter, "tokens",
-		"prefix cache lookups (tokens; blocks before 0.9.0)", "vLLM 0.9.2+ (gpu_prefix_cache_* names until 0.11)"},
-	{PrefixHits, []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}, Counter, "tokens",
-		"prefix cache hits (tokens; blocks before 0.9.0)", "vLLM 0.9.2+ (gpu_prefix_cache_* names until 0.11)"},
-	{PrefixHitGauge, []string{"vllm:gpu_prefix_cache_hit_rate"}, Gauge, "ratio",
-		"V0 prefix cache hit rate gauge", "V0 engine only"},
-	{Running, []string{"vllm:num_requests_running"}, Gauge, "requests",
-		"requests in the running batch", "exported by every vLLM version"},
-	{Waiting, []string{"vllm:num_requests_waiting"}, Gauge, "requests",
-		"requests waiting to be scheduled", "exported by every vLLM version"},
-	{WaitingByReason, []string{"vllm:num_requests_waiting_by_reason"}, Gauge, "requests",
-		"waiting requests by reason: capacity (waiting for room in the batch) or deferred (LoRA budget, KV transfer)",
-		"vLLM from 2026-04 (after 0.16)"},
-	{KVUsage, []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, Gauge, "ratio",
-		"fraction of KV cache blocks in use (0..1)", "vllm:kv_cache_usage_perc from 0.9.2; vllm:gpu_cache_usage_perc before 0.12"},
-	{CacheConfig, []string{"vllm:cache_config_info"}, Info, "",
-		"cache configuration in labels: block_size, num_gpu_blocks, enable_prefix_caching, gpu_memory_utilization",
-		"exported by vLLM 0.7.3+ at engine start"},
+var Catalogue = []engine.Metric{
+	{Key: TTFT, Names: []string{"vllm:time_to_first_token_seconds"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "time to first token per request, from arrival at the API server (includes queue wait)",
+		Obtain:  "exported by every vLLM version; check that /metrics is scraped"},
+	{Key: QueueTime, Names: []string{"vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "time from queued to first scheduled per request",
+		Obtain:  "vLLM V1 engine (0.7.2+) exports vllm:request_queue_time_seconds; V0 servers do not: upgrade"},
+	{Key: PrefillTime, Names: []string{"vllm:request_prefill_time_seconds"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "time from first scheduled to first token per request",
+		Obtain:  "vLLM V1 engine (0.7.2+); V0 servers do not export it: upgrade"},
+	{Key: DecodeTime, Names: []string{"vllm:request_decode_time_seconds"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "time from first to last token per request", Obtain: "vLLM V1 engine (0.7.2+)"},
+	{Key: InferenceTime, Names: []string{"vllm:request_inference_time_seconds"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "time from first scheduled to last token per request", Obtain: "vLLM V1 engine (0.7.2+)"},
+	{Key: StepLatency, Names: []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "gap between engine steps for each decoding request (inter-token latency)",
+		Obtain:  "vllm:inter_token_latency_seconds from 0.11; vllm:time_per_output_token_seconds before 0.15"},
+	{Key: RequestTPOT, Names: []string{"vllm:request_time_per_output_token_seconds"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "per-request mean time per output token after the first", Obtain: "vLLM 0.11+"},
+	{Key: E2E, Names: []string{"vllm:e2e_request_latency_seconds"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "end-to-end latency per request on the server", Obtain: "exported by every vLLM version"},
+	{Key: PromptLen, Names: []string{"vllm:request_prompt_tokens"}, Kind: engine.Histogram, Unit: "tokens",
+		Meaning: "prompt tokens per finished request", Obtain: "exported by every vLLM version"},
+	{Key: GenerationLen, Names: []string{"vllm:request_generation_tokens"}, Kind: engine.Histogram, Unit: "tokens",
+		Meaning: "generated tokens per finished request", Obtain: "exported by every vLLM version"},
+	{Key: ComputedPrompt, Names: []string{"vllm:request_prefill_kv_computed_tokens"}, Kind: engine.Histogram, Unit: "tokens",
+		Meaning: "prompt tokens computed (not served from prefix cache) per request", Obtain: "vLLM 0.13+"},
+	{Key: MaxTokens, Names: []string{"vllm:request_params_max_tokens"}, Kind: engine.Histogram, Unit: "tokens",
+		Meaning: "max_tokens requested per request", Obtain: "clients must set max_tokens"},
+	{Key: IterationTokens, Names: []string{"vllm:iteration_tokens_total"}, Kind: engine.Histogram, Unit: "tokens",
+		Meaning: "tokens per engine step (a histogram despite the _total suffix)", Obtain: "exported by every vLLM version"},
+	{Key: PromptTokens, Names: []string{"vllm:prompt_tokens_total"}, Kind: engine.Counter, Unit: "tokens",
+		Meaning: "prompt tokens processed, cached included", Obtain: "exported by every vLLM version"},
+	{Key: GenTokens, Names: []string{"vllm:generation_tokens_total"}, Kind: engine.Counter, Unit: "tokens",
+		Meaning: "tokens generated", Obtain: "exported by every vLLM version"},
+	{Key: Preemptions, Names: []string{"vllm:num_preemptions_total"}, Kind: engine.Counter, Unit: "count",
+		Meaning: "requests preempted because KV blocks ran out", Obtain: "exported by every vLLM version"},
+	{Key: RequestSuccess, Names: []string{"vllm:request_success_total"}, Kind: engine.Counter, Unit: "requests", Keep: []string{"finished_reason"},
+		Meaning: "finished requests by finished_reason (stop, length, abort, error, repetition)", Obtain: "exported by every vLLM version"},
+	{Key: PrefixQueries, Names: []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}, Kind: engine.Counter, Unit: "tokens",
+		Meaning: "prefix cache lookups (tokens; blocks before 0.9.0)", Obtain: "vLLM 0.9.2+ (gpu_prefix_cache_* names until 0.11)"},
+	{Key: PrefixHits, Names: []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}, Kind: engine.Counter, Unit: "tokens",
+		Meaning: "prefix cache hits (tokens; blocks before 0.9.0)", Obtain: "vLLM 0.9.2+ (gpu_prefix_cache_* names until 0.11)"},
+	{Key: PrefixHitGauge, Names: []string{"vllm:gpu_prefix_cache_hit_rate"}, Kind: engine.Gauge, Unit: "ratio",
+		// V0's way of saying prefix caching is off: no number.
+		Sentinels: []float64{-1},
+		Meaning:   "V0 prefix cache hit rate gauge", Obtain: "V0 engine only"},
+	{Key: Running, Names: []string{"vllm:num_requests_running"}, Kind: engine.Gauge, Unit: "requests",
+		Meaning: "requests in the running batch", Obtain: "exported by every vLLM version"},
+	{Key: Waiting, Names: []string{"vllm:num_requests_waiting"}, Kind: engine.Gauge, Unit: "requests",
+		Meaning: "requests waiting to be scheduled", Obtain: "exported by every vLLM version"},
+	{Key: WaitingByReason, Names: []string{"vllm:num_requests_waiting_by_reason"}, Kind: engine.Gauge, Unit: "requests", Keep: []string{"reason"},
+		Meaning: "waiting requests by reason: capacity (waiting for room in the batch) or deferred (LoRA budget, KV transfer)",
+		Obtain:  "vLLM from 2026-04 (after 0.16)"},
+	{Key: KVUsage, Names: []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, Kind: engine.Gauge, Unit: "ratio",
+		Meaning: "fraction of KV cache blocks in use (0..1)", Obtain: "vllm:kv_cache_usage_perc from 0.9.2; vllm:gpu_cache_usage_perc before 0.12"},
+	{Key: CacheConfig, Names: []string{"vllm:cache_config_info"}, Kind: engine.Info, Unit: "",
+		Meaning: "cache configuration in labels: block_size, num_gpu_blocks, enable_prefix_caching, gpu_memory_utilization",
+		Obtain:  "exported by vLLM 0.7.3+ at engine start"},
 }
 
-var byKey = func() map[string]Metric {
-	m := map[string]Metric{}
-	for _, x := range Catalogue {
-		m[x.Key] = x
-	}
-	return m
-}()
+// Engine is vLLM's registration.
+var Engine = &engine.Engine{
+	Name:        "vllm",
+	Title:       "vLLM",
+	Catalogue:   Catalogue,
+	Members:     []string{"instance", "engine"},
+	ReasonLabel: "finished_reason",
+	How:         how,
+	Knobs:       knobs,
+}
 
-// ByKey returns the catalogue entry for a key.
-func ByKey(k string) Metric { return byKey[k] }
+func init() { engine.Register(Engine) }
 
-// Known reports the catalogue entry an exposed family name belongs to.
-func Known(name string) (Metric, bool) {
-	for _, m := range Catalogue {
-		for _, n := range m.Names {
-			if n == name {
-				return m, true
-			}
-		}
-	}
-	return Metric{}, false
+// knobs are vLLM's flags for the knobs next steps name.
+var knobs = map[string]string{
+	"max_num_seqs":                 "--max-num-seqs",
+	"max_num_batched_tokens":       "--max-num-batched-tokens",
+	"kv_cache_dtype":               "--kv-cache-dtype",
+	"gpu_memory_utilization":       "--gpu-memory-utilization",
+	"max_model_len":                "--max-model-len",
+	"max_num_partial_prefills":     "--max-num-partial-prefills",
+	"max_long_partial_prefills":    "--max-long-partial-prefills",
+	"long_prefill_token_threshold": "--long-prefill-token-threshold",
+	"enable_prefix_caching":        "--enable-prefix-caching",
+	"enable_chunked_prefill":       "--enable-chunked-prefill",
+	"api_server_count":             "--api-server-count",
+}
+
+// how says how a vLLM user obtains each evidence field the engine fills.
+var how = map[string]string{
+	"service.e2e":                 "exported by vLLM V1 (0.8+) as vllm:e2e_request_latency_seconds; scrape /metrics or query Prometheus",
+	"cond.block_size":             "label block_size of vllm:cache_config_info",
+	"cond.computed_prompt_tokens": "vllm:request_prefill_kv_computed_tokens (vLLM ≥ 0.13)",
+	"cond.gpu_blocks":             "label num_gpu_blocks of vllm:cache_config_info",
+	"cond.gpu_memory_utilization": "label gpu_memory_utilization of vllm:cache_config_info",
+	"cond.kv_capacity_tokens":     "labels num_gpu_blocks and block_size of vllm:cache_config_info",
+	"cond.max_tokens":             "vllm:request_params_max_tokens; clients must send max_tokens",
+	"cond.output_tokens":          "exported by vLLM V1 (0.8+) as vllm:request_generation_tokens; scrape /metrics or query Prometheus",
+	"cond.prefix_caching":         "label enable_prefix_caching of vllm:cache_config_info",
+	"cond.prompt_tokens":          "exported by vLLM V1 (0.8+) as vllm:request_prompt_tokens; scrape /metrics or query Prometheus",
+	"cond.stage_metrics":          "scrape vLLM's /metrics or query Prometheus",
+	"cond.tpot_tracked":           "vllm:inter_token_latency_seconds (vllm:time_per_output_token_seconds before 0.11) or vllm:request_time_per_output_token_seconds (0.11+)",
+	"resource.kv_usage":           "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)",
+	"resource.prefix_hit_rate":    "vllm:prefix_cache_hits_total and vllm:prefix_cache_queries_total (or the gpu_prefix_cache_* names before 0.12)",
+	"resource.prefix_queries":     "vllm:prefix_cache_queries_total",
+	"service.aborts":              "vllm:request_success_total{finished_reason=\"abort\"}",
+	"service.errors":              "vllm:request_success_total{finished_reason=\"error\"} (vLLM ≥ 0.13)",
+	"service.failed_share":        "vllm:request_success_total by finished_reason",
+	"service.finished":            "vllm:request_success_total",
+	"service.generation_tps":      "vllm:generation_tokens_total over a window",
+	"service.iteration_tokens":    "vllm:iteration_tokens_total (a histogram)",
+	"service.length_share":        "vllm:request_success_total{finished_reason=\"length\"}",
+	"service.preemptions":         "vllm:num_preemptions_total",
+	"service.prompt_tps":          "vllm:prompt_tokens_total over a window",
+	"service.request_rate":        "vllm:request_success_total over a window (two snapshots or --duration)",
+	"service.running":             "vllm:num_requests_running",
+	"service.waiting":             "vllm:num_requests_waiting_by_reason{reason=\"capacity\"} when exported, else vllm:num_requests_waiting",
+	"stage.decode":                "vllm:request_decode_time_seconds (V1 engine, vLLM ≥ 0.7.2)",
+	"stage.inference":             "vllm:request_inference_time_seconds (V1 engine, vLLM ≥ 0.7.2)",
+	"stage.itl":                   "vllm:inter_token_latency_seconds (vLLM ≥ 0.11) or vllm:time_per_output_token_seconds (older)",
+	"stage.itl_stall_seconds":     "vllm:inter_token_latency_seconds buckets; vllm:time_per_output_token_seconds before 0.11",
+	"stage.itl_stalls":            "vllm:inter_token_latency_seconds buckets (0.5 is a bucket bound); vllm:time_per_output_token_seconds before 0.11",
+	"stage.prefill":               "vllm:request_prefill_time_seconds (V1 engine, vLLM ≥ 0.7.2)",
+	"stage.queue":                 "vllm:request_queue_time_seconds (V1 engine, vLLM ≥ 0.7.2); V0 servers lack it: upgrade, or run with the V1 engine",
+	"stage.tpot":                  "vllm:request_time_per_output_token_seconds (vLLM ≥ 0.11)",
+	"stage.ttft":                  "exported by vLLM V1 (0.8+) as vllm:time_to_first_token_seconds; scrape /metrics or query Prometheus",
+}
+
+// Name is the newest exposed name of a key, for readers that build a window
+// from something other than /metrics (server logs).
+func Name(key string) string {
+	m, _ := Engine.ByKey(key)
+	return m.Names[0]
 }

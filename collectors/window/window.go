@@ -78,7 +78,7 @@ type Window struct {
 	Cumulative bool
 	// Points is the number of gauge sample points (scrapes or query steps).
 	Points int
-	// Families keyed by the exposed family name (vllm:prompt_tokens_total).
+	// Families keyed by the exposed family name.
 	Counters   map[string][]Counter
 	Gauges     map[string][]Gauge
 	Histograms map[string][]Histogram
@@ -130,10 +130,6 @@ func (w *Window) Seconds() float64 {
 	}
 	return w.End.Sub(w.Start).Seconds()
 }
-
-// StepFamilies are the histograms whose per-step increases collectors keep,
-// for behaviour over the window (TTFT p99 per step).
-var StepFamilies = map[string]bool{"vllm:time_to_first_token_seconds": true}
 
 // CounterIncrease returns the increase of a counter from its samples, treating
 // any drop as a restart from zero, as Prometheus's increase() does (without

@@ -87,9 +87,9 @@ func (h *hist) observe(x float64) {
 }
 
 type state struct {
-	h                               map[string]*hist
-	prompt, gen, qHits, qTotal, pre float64
-	reasons                         map[string]float64
+	h                          map[string]*hist
+	prompt, gen, qHits, qTotal float64
+	reasons                    map[string]float64
 }
 
 func (s *state) add(v Version, r Req) {

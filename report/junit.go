@@ -5,105 +5,26 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 )
 
-// ChecklistJSON writes the checklist contract (schema llmdoctor.checklist/v1).
-func ChecklistJSON(w io.Writer, c *advisor.Checklist) error { return writeJSON(w, c) }
+func init() { Register(junitRenderer{}) }
 
-func itemMark(status string) string {
-	switch status {
-	case advisor.Pass:
-		return "✓ PASS"
-	case advisor.Fail:
-		return "✗ FAIL"
-	}
-	return "? CANNOT CHECK"
+// junitRenderer writes a checklist as JUnit XML, which CI systems show as tests.
+type junitRenderer struct{}
+
+func (junitRenderer) Name() string { return "junit" }
+func (junitRenderer) Describe() string {
+	return "JUnit XML, so CI shows each item as a test (checklist only)"
 }
-
-// ChecklistText writes the checklist for people.
-func ChecklistText(w io.Writer, c *advisor.Checklist, o TextOptions) error {
-	width := o.Width
-	if width <= 0 {
-		width = 80
-	}
-	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
-	p := &printer{w: w, width: width, st: st}
-	verdict := st.ok.Render("✓ READY")
-	if c.Status != advisor.Pass {
-		verdict = st.crit.Render("✗ NOT READY")
-	}
-	p.line(st.head.Render("llmdoctor pre-launch checklist") + "  " + verdict)
-	for _, s := range c.Sources {
-		p.wrap("  ", sourceLine(s))
-	}
-	for _, n := range c.Notes {
-		p.wrap("  ", "note: "+n)
-	}
-	for _, t := range c.Targets {
-		p.blank()
-		p.line(st.head.Render("── " + targetName(t.Target)))
-		for _, it := range t.Items {
-			mark := itemMark(it.Status)
-			switch {
-			case it.Status == advisor.Pass:
-				mark = st.ok.Render(mark)
-			case it.Status == advisor.Fail && it.Blocking:
-				mark = st.crit.Render(mark)
-			default:
-				mark = st.warn.Render(mark)
-			}
-			advisory := ""
-			if !it.Blocking {
-				advisory = " (advisory)"
-			}
-			p.wrap("  ", mark+" "+it.Title+advisory)
-			if it.Message != "" {
-				p.wrap("      ", it.Message)
-			}
-			for _, f := range it.Fix {
-				p.wrap("      ", st.dim.Render(fmt.Sprintf("fix [%s]: %s", f.Cost, f.Do)))
-			}
-			if it.How != "" {
-				p.wrap("      ", st.dim.Render("how: "+it.How))
-			}
-		}
-		p.blank()
-		p.line(st.dim.Render(fmt.Sprintf("%d passed · %d failed · %d could not be checked%s", t.Passed, t.Failed, t.CannotCheck,
-			map[bool]string{true: " (strict: counts as failed)", false: ""}[c.Strict && t.CannotCheck > 0])))
-	}
-	return p.err
+func (junitRenderer) Renders(doc Document) bool { return doc == ChecklistDoc }
+func (junitRenderer) Diagnosis(io.Writer, *advisor.Diagnosis, Options) error {
+	return &UnsupportedError{Renderer: "junit", Document: DiagnosisDoc}
 }
-
-// ChecklistMarkdown writes a table per target, for pull requests and wikis.
-func ChecklistMarkdown(w io.Writer, c *advisor.Checklist) error {
-	var b strings.Builder
-	status := "✅ ready"
-	if c.Status != advisor.Pass {
-		status = "❌ not ready"
-	}
-	fmt.Fprintf(&b, "# Pre-launch checklist: %s\n\n", status)
-	for _, t := range c.Targets {
-		fmt.Fprintf(&b, "## %s\n\n| | item | details |\n|---|---|---|\n", targetName(t.Target))
-		for _, it := range t.Items {
-			details := it.Message
-			if it.Status == advisor.CannotCheck && it.How != "" {
-				details += " — how: " + it.How
-			}
-			for _, f := range it.Fix {
-				details += " — fix: " + f.Do
-			}
-			fmt.Fprintf(&b, "| %s | [%s](%s) | %s |\n", itemMark(it.Status), it.Title, it.Docs, mdEscape(details))
-		}
-		fmt.Fprintf(&b, "\n%d passed, %d failed, %d could not be checked.\n\n", t.Passed, t.Failed, t.CannotCheck)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+func (junitRenderer) Checklist(w io.Writer, c *advisor.Checklist, _ Options) error {
+	return ChecklistJUnit(w, c)
 }
-
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // JUnit structure (JUnit 4 XML as CI systems read it).
 type junitSuites struct {

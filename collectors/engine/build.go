@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/evidence"
+)
+
+// Options control how series become targets.
+type Options struct {
+	// GroupBy are the labels that make a target; default model_name.
+	GroupBy []string
+	// WeightBytes gives model sizes by served name, over the presets.
+	WeightBytes map[string]float64
+	// Engine, when set, builds only that engine's targets.
+	Engine string
+}
+
+// Build turns a window into one evidence per target of every registered
+// engine whose families it holds, each with per-replica and per-rank
+// members when there is more than one.
+func Build(w *window.Window, opt Options) []*evidence.Evidence {
+	var out []*evidence.Evidence
+	for _, eng := range Engines() {
+		if (opt.Engine == "" || opt.Engine == eng.Name) && eng.Has(w) {
+			out = append(out, eng.Build(w, opt)...)
+		}
+	}
+	return out
+}
+
+// Build turns the engine's series in a window into evidence per target.
+func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
+	group := opt.GroupBy
+	if len(group) == 0 {
+		group = []string{"model_name"}
+	}
+	// Notes go to the caller's window; series are read from cw, where
+	// copies of one number (tensor-parallel ranks) are one series.
+	cw := eng.collapse(w, group)
+	var out []*evidence.Evidence
+	for _, sel := range eng.targets(cw, group) {
+		if emptyLabels(sel) {
+			// Series without the grouping labels are not an engine's (the
+			// production-stack router reuses vllm: names with a server label).
+			w.Notes = append(w.Notes, fmt.Sprintf("%s series without %s were left out (a router or another exporter?); group by a label they carry to read them",
+				eng.Title, strings.Join(group, ", ")))
+			continue
+		}
+		// One pass per target and per member label keeps a fleet of
+		// thousands of instances linear.
+		tw := cw.Restrict(sel)
+		e := eng.buildOne(tw, sel, opt)
+		for _, ml := range eng.Members {
+			if contains(group, ml) {
+				continue
+			}
+			parts := tw.Partition(ml)
+			if len(parts) < 2 {
+				continue
+			}
+			vals := make([]string, 0, len(parts))
+			for v := range parts {
+				vals = append(vals, v)
+			}
+			sort.Strings(vals)
+			for _, v := range vals {
+				sub := copyLabels(sel)
+				sub[ml] = v
+				e.Members = append(e.Members, eng.buildOne(parts[v], sub, opt))
+			}
+		}
+		evidence.Fleet(e)
+		out = append(out, e)
+	}
+	return out
+}
+
+// targets lists the distinct group label values across the engine's series.
+func (eng *Engine) targets(w *window.Window, group []string) []window.Labels {
+	seen := map[string]window.Labels{}
+	add := func(l window.Labels) {
+		sel := window.Labels{}
+		for _, g := range group {
+			sel[g] = l[g]
+		}
+		seen[sel.Key()] = sel
+	}
+	for _, m := range eng.Catalogue {
+		name, ok := Present(w, m)
+		if !ok {
+			continue
+		}
+		switch m.Kind {
+		case Counter:
+			for _, s := range w.Counters[name] {
+				add(s.Labels)
+			}
+		case Gauge:
+			for _, s := range w.Gauges[name] {
+				add(s.Labels)
+			}
+		case Histogram:
+			for _, s := range w.Histograms[name] {
+				add(s.Labels)
+			}
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]window.Labels, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, seen[k])
+	}
+	return out
+}
+
+func distinct(w *window.Window, sel window.Labels, label string) []string {
+	set := map[string]bool{}
+	for _, ss := range w.Gauges {
+		for _, s := range ss {
+			if v, ok := s.Labels[label]; ok && window.Matches(sel, s.Labels, false) {
+				set[v] = true
+			}
+		}
+	}
+	for _, ss := range w.Histograms {
+		for _, s := range ss {
+			if v, ok := s.Labels[label]; ok && window.Matches(sel, s.Labels, false) {
+				set[v] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type builder struct {
+	eng *Engine
+	w   *window.Window
+	sel window.Labels
+	e   *evidence.Evidence
+	v   *evidence.Values
+}
+
+// rankLabel is the engine's label for a data-parallel rank ("" if none).
+func (eng *Engine) rankLabel() string {
+	if len(eng.Members) > 1 {
+		return eng.Members[1]
+	}
+	return ""
+}
+
+func (eng *Engine) buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Evidence {
+	t := evidence.Target{Model: sel["model_name"], ServedBy: eng.Name, Labels: map[string]string(sel)}
+	if len(eng.Members) > 0 {
+		t.Instance = sel[eng.Members[0]]
+	}
+	if r := eng.rankLabel(); r != "" {
+		t.Engine = sel[r]
+	}
+	if t.Model == "" && t.Instance == "" {
+		// Grouped by something else: name the target by its labels.
+		t.Model = strings.TrimSuffix(sel.Key(), ",")
+	}
+	b := &builder{eng: eng, w: w, sel: sel, e: evidence.New(t)}
+	b.e.Engine = eng.Vocabulary()
+	b.v = &b.e.Values
+	v := b.v
+	secs := w.Seconds()
+
+	v.Cond.PromptTokens = b.dist(PromptLen, "cond.prompt_tokens")
+	v.Cond.ComputedPromptTokens = b.dist(ComputedPrompt, "cond.computed_prompt_tokens")
+	v.Cond.OutputTokens = b.dist(GenerationLen, "cond.output_tokens")
+	v.Cond.MaxTokens = b.dist(MaxTokens, "cond.max_tokens")
+	v.Cond.WindowSeconds = secs
+	if wb, ok := opt.WeightBytes[t.Model]; ok && wb > 0 {
+		v.Cond.WeightBytes = wb
+		b.e.Cite("cond.weight_bytes", evidence.Source{Metric: "config", Note: "models." + t.Model + ".weight_bytes"})
+	} else if wb := WeightBytes(t.Model); evidence.Present(wb) {
+		v.Cond.WeightBytes = wb
+		b.e.Cite("cond.weight_bytes", evidence.Source{Metric: "derived", Note: "weight-size preset for the served model name"})
+	}
+	if !math.IsNaN(secs) {
+		b.e.Cite("cond.window_seconds", evidence.Source{Metric: "derived", From: w.From, Note: "window end − start"})
+	}
+	b.cacheConfig()
+	if r := eng.rankLabel(); r != "" {
+		if n := len(distinct(w, sel, r)); n > 0 {
+			v.Cond.Engines = float64(n)
+			b.e.Cite("cond.engines", evidence.Source{Metric: "derived", From: w.From, Note: "distinct " + r + " label values"})
+		}
+	}
+
+	_, hasQ := b.present(QueueTime)
+	_, hasP := b.present(PrefillTime)
+	_, hasT := b.present(RequestTPOT)
+	_, hasI := b.present(StepLatency)
+	v.Cond.StageMetrics, v.Cond.TPOTTracked = boolNum(hasQ && hasP), boolNum(hasT || hasI)
+	b.e.Cite("cond.stage_metrics", evidence.Source{Metric: "derived", From: w.From, Note: "queue and prefill histograms present"})
+	b.e.Cite("cond.tpot_tracked", evidence.Source{Metric: "derived", From: w.From, Note: "request TPOT or inter-token latency histogram present"})
+	v.Stage.TTFT = b.dist(TTFT, "stage.ttft")
+	v.Stage.Queue = b.dist(QueueTime, "stage.queue")
+	v.Stage.Prefill = b.dist(PrefillTime, "stage.prefill")
+	v.Stage.Decode = b.dist(DecodeTime, "stage.decode")
+	v.Stage.Inference = b.dist(InferenceTime, "stage.inference")
+	v.Stage.ITL = b.dist(StepLatency, "stage.itl")
+	v.Stage.TPOT = b.dist(RequestTPOT, "stage.tpot")
+	b.ttftTrend()
+	if bk, name := b.buckets(StepLatency); bk != nil {
+		v.Stage.ITLStalls = window.CountAbove(0.5, bk)
+		v.Stage.ITLStallSeconds = window.SumAbove(0.5, bk)
+		b.cite("stage.itl_stalls", name)
+		b.cite("stage.itl_stall_seconds", name)
+	}
+
+	v.Service.E2E = b.dist(E2E, "service.e2e")
+	v.Service.IterationTokens = b.dist(IterationTokens, "service.iteration_tokens")
+	v.Service.Running = b.series(Running, "service.running")
+	// Newer vLLM counts deferred requests (LoRA budget, KV transfer) in
+	// num_requests_waiting; only those waiting for capacity say the batch is full.
+	v.Service.Waiting = b.series(WaitingByReason, "service.waiting", "reason", "capacity")
+	if !evidence.Present(v.Service.Waiting.Mean) {
+		v.Service.Waiting = b.series(Waiting, "service.waiting")
+	}
+	b.finished(secs)
+	if x, ok := b.counter(PromptTokens, "service.prompt_tps"); ok {
+		v.Service.PromptTPS = x / secs
+	}
+	if x, ok := b.counter(GenTokens, "service.generation_tps"); ok {
+		v.Service.GenerationTPS = x / secs
+	}
+	if x, ok := b.counter(Preemptions, "service.preemptions"); ok {
+		v.Service.Preemptions = x
+	}
+
+	v.Resource.KVUsage = b.series(KVUsage, "resource.kv_usage")
+	q, okq := b.counter(PrefixQueries, "resource.prefix_queries")
+	h, okh := b.counter(PrefixHits, "resource.prefix_hit_rate")
+	if okq {
+		v.Resource.PrefixQueries = q
+	}
+	switch {
+	case okq && okh && q > 0:
+		v.Resource.PrefixHitRate = h / q
+	default:
+		if s := b.series(PrefixHitGauge, "resource.prefix_hit_rate"); evidence.Present(s.Mean) {
+			v.Resource.PrefixHitRate = s.Mean
+		} else {
+			delete(b.e.Sources, "resource.prefix_hit_rate")
+		}
+	}
+	return b.e
+}

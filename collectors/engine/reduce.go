@@ -1,0 +1,456 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/evidence"
+)
+
+// The builder's reductions: histograms, gauges and counters summed over a
+// target's series, each value cited to the family it came from.
+
+// present finds the engine's family for a key in the window.
+func (b *builder) present(key string) (string, bool) {
+	m, ok := b.eng.ByKey(key)
+	if !ok {
+		return "", false
+	}
+	return Present(b.w, m)
+}
+
+// mine reports whether a series belongs to the target and to the metric's
+// label match.
+func (b *builder) mine(key string, l window.Labels, wildcard bool) bool {
+	if !window.Matches(b.sel, l, wildcard) {
+		return false
+	}
+	m, _ := b.eng.ByKey(key)
+	for i := 0; i+1 < len(m.Exclude); i += 2 {
+		if l[m.Exclude[i]] == m.Exclude[i+1] {
+			return false
+		}
+	}
+	return labelPairs(l, m.Match)
+}
+
+// withheld names evidence whose family was read but not trusted, so rules
+// that need it say why instead of asking the user to export it.
+func (b *builder) withheld(key string, paths ...string) {
+	m, _ := b.eng.ByKey(key)
+	for _, n := range m.Names {
+		if why, ok := b.w.Withheld[n]; ok {
+			b.e.AddInconsistency(evidence.Inconsistency{Check: "exposition", Fields: paths, Note: n + ": " + why})
+			return
+		}
+	}
+}
+
+func (b *builder) cite(path, name string) {
+	b.e.Cite(path, evidence.Source{Metric: name, From: b.w.From})
+}
+
+// sumHist adds a histogram's buckets, sum and count over the target's series.
+func (b *builder) sumHist(key string) (buckets []window.Bucket, sum, count float64, name string) {
+	name, ok := b.present(key)
+	if !ok {
+		return nil, 0, 0, ""
+	}
+	byLE := map[float64]float64{}
+	found := false
+	for _, h := range b.w.Histograms[name] {
+		if !b.mine(key, h.Labels, false) {
+			continue
+		}
+		found = true
+		for _, bk := range h.Buckets {
+			byLE[bk.UpperBound] += bk.Count
+		}
+		sum += h.Sum
+		count += h.Count
+	}
+	if !found {
+		return nil, 0, 0, ""
+	}
+	buckets = make([]window.Bucket, 0, len(byLE))
+	for le, c := range byLE {
+		buckets = append(buckets, window.Bucket{UpperBound: le, Count: c})
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].UpperBound < buckets[j].UpperBound })
+	return buckets, sum, count, name
+}
+
+// ttftTrend sums the TTFT histogram step by step over the target's series
+// and reads p99 per step and its trend across the window.
+func (b *builder) ttftTrend() {
+	name, ok := b.present(TTFT)
+	if !ok {
+		return
+	}
+	var steps []map[float64]float64
+	for _, h := range b.w.Histograms[name] {
+		if !b.mine(TTFT, h.Labels, false) || h.Steps == nil {
+			continue
+		}
+		if steps == nil {
+			steps = make([]map[float64]float64, len(h.Steps))
+		}
+		for i, st := range h.Steps {
+			if i >= len(steps) || st == nil {
+				continue
+			}
+			if steps[i] == nil {
+				steps[i] = map[float64]float64{}
+			}
+			for _, bk := range st {
+				steps[i][bk.UpperBound] += bk.Count
+			}
+		}
+	}
+	p99 := make([]float64, len(steps))
+	var xs, ys []float64
+	for i, m := range steps {
+		p99[i] = math.NaN()
+		if m == nil {
+			continue
+		}
+		bk := make([]window.Bucket, 0, len(m))
+		total := 0.0
+		for le, c := range m {
+			bk = append(bk, window.Bucket{UpperBound: le, Count: c})
+			total = math.Max(total, c) // cumulative: the +Inf bucket holds all
+		}
+		if total < 10 {
+			continue // too few first tokens in this step to place a p99
+		}
+		if q := window.Quantile(0.99, bk); evidence.Present(q) {
+			p99[i] = q
+			xs, ys = append(xs, float64(i)), append(ys, q)
+		}
+	}
+	if len(xs) < 2 {
+		return
+	}
+	b.v.Stage.TTFTP99Steps = evidence.Summarise(p99)
+	b.cite("stage.ttft_p99_steps", name)
+	if len(xs) >= 4 {
+		slope, mean := window.LeastSquares(xs, ys)
+		if mean > 0 {
+			b.v.Stage.TTFTP99Trend = slope * (xs[len(xs)-1] - xs[0]) / mean
+			b.e.Cite("stage.ttft_p99_trend", evidence.Source{Metric: name, From: b.w.From, Note: "least-squares slope of per-step p99 × window ÷ mean"})
+		}
+	}
+}
+
+// buckets returns the summed buckets of a histogram, or nil.
+func (b *builder) buckets(key string) ([]window.Bucket, string) {
+	bk, _, _, name := b.sumHist(key)
+	return bk, name
+}
+
+// dist sums a histogram over the target's series and summarises it.
+func (b *builder) dist(key, path string) evidence.Dist {
+	d := evidence.Dist{Count: math.NaN(), Mean: math.NaN(), P50: math.NaN(), P90: math.NaN(),
+		P95: math.NaN(), P99: math.NaN(), Max: math.NaN()}
+	buckets, sum, count, name := b.sumHist(key)
+	if name == "" {
+		b.withheld(key, path)
+		return d
+	}
+	d.Count = count
+	if count > 0 {
+		d.Mean = sum / count
+		if lo, hi := window.ObservedRange(buckets, count); d.Mean < lo*(1-1e-6)-1e-9 || d.Mean > hi*(1+1e-6)+1e-9 {
+			b.e.AddInconsistency(evidence.Inconsistency{Check: "mean-outside-buckets", Fields: []string{path},
+				Note: fmt.Sprintf("%s: the mean (_sum ÷ _count = %g) lies outside the buckets that hold observations (%g to %g): it is withheld", name, d.Mean, lo, hi)})
+		}
+	}
+	d.P50 = window.Quantile(0.5, buckets)
+	d.P90 = window.Quantile(0.9, buckets)
+	d.P95 = window.Quantile(0.95, buckets)
+	d.P99 = window.Quantile(0.99, buckets)
+	b.cite(path, name)
+	return d
+}
+
+// series sums a gauge point by point over the target's series and summarises
+// it; match, as label/value pairs, narrows the series further.
+func (b *builder) series(key, path string, match ...string) evidence.Series {
+	name, ok := b.present(key)
+	if !ok {
+		b.withheld(key, path)
+		return evidence.Summarise(nil)
+	}
+	m, _ := b.eng.ByKey(key)
+	// Point by point: counts add up across engines and instances, ratios
+	// (KV usage) average.
+	var points, n []float64
+	for _, g := range b.w.Gauges[name] {
+		if !b.mine(key, g.Labels, false) || !labelPairs(g.Labels, match) {
+			continue
+		}
+		if points == nil {
+			points, n = make([]float64, len(g.Points)), make([]float64, len(g.Points))
+		}
+		for i, p := range g.Points {
+			if i < len(points) && evidence.Present(p) {
+				points[i] += p
+				n[i]++
+			}
+		}
+	}
+	for i := range points {
+		switch {
+		case n[i] == 0:
+			points[i] = math.NaN()
+		case m.Ratio():
+			points[i] /= n[i]
+		}
+	}
+	s := evidence.Summarise(points)
+	if !evidence.Present(s.Mean) {
+		return s
+	}
+	b.cite(path, name)
+	return s
+}
+
+// counter sums a counter's increase over the target's series.
+func (b *builder) counter(key, path string) (float64, bool) {
+	name, ok := b.present(key)
+	if !ok {
+		b.withheld(key, path)
+		return 0, false
+	}
+	var inc float64
+	found := false
+	for _, c := range b.w.Counters[name] {
+		if b.mine(key, c.Labels, false) {
+			inc += c.Increase
+			found = true
+		}
+	}
+	if found {
+		b.cite(path, name)
+	}
+	return inc, found
+}
+
+// finished reads finished requests, by reason where the engine gives one.
+func (b *builder) finished(secs float64) {
+	name, ok := b.present(RequestSuccess)
+	if !ok {
+		return
+	}
+	reason := b.eng.ReasonLabel
+	by := map[string]float64{}
+	var total float64
+	found := false
+	for _, c := range b.w.Counters[name] {
+		if b.mine(RequestSuccess, c.Labels, false) {
+			by[c.Labels[reason]] += c.Increase
+			total += c.Increase
+			found = true
+		}
+	}
+	if !found {
+		return
+	}
+	sv := &b.v.Service
+	sv.Finished = total
+	sv.RequestRate = total / secs
+	cited := []string{"service.finished", "service.request_rate"}
+	if reason != "" {
+		sv.Errors, sv.Aborts = by["error"], by["abort"]
+		if total > 0 {
+			sv.FailedShare = (by["error"] + by["abort"]) / total
+			sv.LengthShare = by["length"] / total
+		}
+		cited = append(cited, "service.errors", "service.aborts", "service.failed_share", "service.length_share")
+	} else if aborts, ok := b.counter(RequestAborts, "service.aborts"); ok {
+		// Aborts counted apart: requests that ended either way.
+		sv.Aborts = aborts
+		if done := total + aborts; done > 0 {
+			sv.FailedShare = aborts / done
+			cited = append(cited, "service.failed_share")
+		}
+	}
+	for _, p := range cited {
+		b.cite(p, name)
+	}
+}
+
+// cacheConfig reads the KV cache configuration: an info family's labels
+// (vLLM) or capacity gauges (SGLang).
+func (b *builder) cacheConfig() {
+	name, ok := b.present(CacheConfig)
+	if !ok {
+		b.withheld(CacheConfig, "cond.kv_capacity_tokens", "cond.gpu_blocks", "cond.block_size", "cond.prefix_caching", "cond.gpu_memory_utilization")
+		b.capacityGauges()
+		return
+	}
+	c := &b.v.Cond
+	var blocksTotal, capTotal float64
+	seen := 0
+	engines := map[string]string{}
+	for _, in := range b.w.Infos[name] {
+		// The series has no model_name, so it matches on the labels it does
+		// carry (engine, instance).
+		if !b.mine(CacheConfig, in.Labels, true) {
+			continue
+		}
+		// One engine stating two configurations in one window changed
+		// configuration within it: adding both would blend two servers.
+		eng := b.memberKey(in.Labels)
+		cfg := in.Labels["num_gpu_blocks"] + " blocks × " + in.Labels["block_size"]
+		if prev, ok := engines[eng]; ok && prev != cfg {
+			b.e.AddInconsistency(evidence.Inconsistency{Check: "exposition",
+				Fields: []string{"cond.kv_capacity_tokens", "cond.gpu_blocks", "cond.block_size"},
+				Note:   fmt.Sprintf("%s states two configurations for one engine within the window (%s, then %s): the server was reconfigured, so its KV capacity is withheld", name, prev, cfg)})
+			return
+		}
+		engines[eng] = cfg
+		seen++
+		bs := parseNum(in.Labels["block_size"])
+		nb := parseNum(in.Labels["num_gpu_blocks"])
+		if evidence.Present(bs) {
+			c.BlockSize = bs
+		}
+		if evidence.Present(nb) {
+			blocksTotal += nb
+			if evidence.Present(bs) {
+				capTotal += nb * bs
+			}
+		}
+		if u := parseNum(in.Labels["gpu_memory_utilization"]); evidence.Present(u) {
+			c.GPUMemoryUtilization = u
+		}
+		switch strings.ToLower(in.Labels["enable_prefix_caching"]) {
+		case "true":
+			c.PrefixCaching = 1
+		case "false":
+			c.PrefixCaching = 0
+		}
+	}
+	if seen == 0 {
+		return
+	}
+	if blocksTotal > 0 {
+		c.GPUBlocks = blocksTotal
+	}
+	if capTotal > 0 {
+		c.KVCapacityTokens = capTotal
+	}
+	for _, p := range []string{"cond.block_size", "cond.gpu_blocks", "cond.kv_capacity_tokens",
+		"cond.gpu_memory_utilization", "cond.prefix_caching"} {
+		b.cite(p, name)
+	}
+}
+
+// memberKey identifies the engine process a series comes from.
+func (b *builder) memberKey(l window.Labels) string {
+	var parts []string
+	for _, m := range b.eng.Members {
+		parts = append(parts, l[m])
+	}
+	return strings.Join(parts, "/")
+}
+
+// capacityGauges reads KV capacity from gauges: one value per series, each
+// an engine process (replica, worker behind a gateway, data-parallel rank)
+// once the builder has collapsed copies (Engine.Copies) into one series.
+// Keying them by the member labels instead would count one of several
+// workers that share them (a gateway's workers differ in worker_addr).
+func (b *builder) capacityGauges() {
+	read := func(key string) (float64, string, bool) {
+		name, ok := b.present(key)
+		if !ok {
+			b.withheld(key, "cond.kv_capacity_tokens")
+			return 0, "", false
+		}
+		var total, largest float64
+		found := false
+		for _, g := range b.w.Gauges[name] {
+			if !b.mine(key, g.Labels, false) {
+				continue
+			}
+			if s := evidence.Summarise(g.Points); evidence.Present(s.Last) {
+				total += s.Last
+				largest = math.Max(largest, s.Last)
+				found = true
+			}
+		}
+		if !found {
+			return 0, "", false
+		}
+		if key == PageSize {
+			return largest, name, true
+		}
+		return total, name, true
+	}
+	if x, name, ok := read(KVCapacity); ok && x > 0 {
+		b.v.Cond.KVCapacityTokens = x
+		b.cite("cond.kv_capacity_tokens", name)
+	}
+	if x, name, ok := read(PageSize); ok && x > 0 {
+		b.v.Cond.BlockSize = x
+		b.cite("cond.block_size", name)
+	}
+}
+
+func labelPairs(l window.Labels, pairs []string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if l[pairs[i]] != pairs[i+1] {
+			return false
+		}
+	}
+	return true
+}
+
+func parseNum(s string) float64 {
+	if s == "" || s == "None" {
+		return math.NaN()
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return x
+}
+
+func boolNum(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func emptyLabels(l window.Labels) bool {
+	for _, v := range l {
+		if v != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func copyLabels(l window.Labels) window.Labels {
+	o := window.Labels{}
+	for k, v := range l {
+		o[k] = v
+	}
+	return o
+}

@@ -1,0 +1,149 @@
+package diagnosis
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+// Run reads the sources and diagnoses every target in them with the rules
+// of set. A run that finds no target fails with a *NoTargetError saying
+// what the sources held instead. progress may be nil.
+func Run(ctx context.Context, src Sources, set *rules.Set, cfg *rules.Config, progress func(Progress)) (*advisor.Diagnosis, error) {
+	in, err := Read(ctx, src, progress)
+	if err != nil {
+		return nil, err
+	}
+	tell(progress, Progress{Stage: StageRules, Message: fmt.Sprintf("evaluating %d rules", len(set.Rules))})
+	d := in.Diagnose(set, cfg)
+	tell(progress, Progress{Stage: StageRules, Message: fmt.Sprintf("%d target(s) diagnosed", len(d.Targets)), Done: true})
+	if len(d.Targets) == 0 {
+		return nil, in.NothingDiagnosed()
+	}
+	return d, nil
+}
+
+// Checklist reads the sources and checks the pre-launch items of set (the
+// checklist items and any SLO gates) on every target. strict counts an item
+// that cannot be checked as failed. A run that finds no target fails with a
+// *NoTargetError. progress may be nil.
+func Checklist(ctx context.Context, src Sources, set *rules.Set, cfg *rules.Config, strict bool, progress func(Progress)) (*advisor.Checklist, error) {
+	in, err := Read(ctx, src, progress)
+	if err != nil {
+		return nil, err
+	}
+	tell(progress, Progress{Stage: StageRules, Message: fmt.Sprintf("checking %d items", len(set.Rules))})
+	cl := in.Checklist(set, cfg, strict)
+	tell(progress, Progress{Stage: StageRules, Message: fmt.Sprintf("%d target(s) checked", len(cl.Targets)), Done: true})
+	if len(cl.Targets) == 0 {
+		return nil, in.NothingDiagnosed()
+	}
+	return cl, nil
+}
+
+func tell(progress func(Progress), p Progress) {
+	if progress != nil {
+		progress(p)
+	}
+}
+
+// Diagnose builds the evidence of every target in the input and evaluates
+// the rules on it. It never fails: a target with nothing to judge has gaps,
+// and an input with no target gives a diagnosis without targets.
+func (in *Input) Diagnose(set *rules.Set, cfg *rules.Config) *advisor.Diagnosis {
+	if cfg == nil {
+		cfg = &rules.Config{}
+	}
+	evs, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
+	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: in.Sources, Targets: []advisor.Target{}, Notes: notes, Window: win}
+	for _, s := range cfg.Expired() {
+		d.Notes = append(d.Notes, fmt.Sprintf("suppression of %s expired on %s and no longer applies", s.Rule, s.Until))
+	}
+	for _, e := range evs {
+		d.Targets = append(d.Targets, advisor.Advise(e, set.Evaluate(e, cfg), cfg))
+	}
+	return d
+}
+
+// Checklist evaluates the checklist items of set on every target of the
+// input. An item whose source is absent cannot be checked (it is never
+// skipped as a diagnosis rule would be).
+func (in *Input) Checklist(set *rules.Set, cfg *rules.Config, strict bool) *advisor.Checklist {
+	if cfg == nil {
+		cfg = &rules.Config{}
+	}
+	evs, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
+	cl := &advisor.Checklist{Schema: advisor.ChecklistSchema, Sources: in.Sources, Targets: []advisor.ChecklistTarget{},
+		Notes: notes, Window: win, Strict: strict}
+	keep := *cfg
+	keep.KeepNeeds = true
+	for _, e := range evs {
+		cl.Targets = append(cl.Targets, advisor.CheckTarget(e, set.Evaluate(e, &keep)))
+	}
+	cl.Decide()
+	return cl
+}
+
+// buildEvidence is the collector end of every run: the window (nil: none)
+// and request-level files to evidence per target, the window's description
+// and the notes collecting left. It is the one place the engine's builder
+// is called (every registered engine's catalogue). The window is left as it was found, so one Input can be
+// diagnosed and checked.
+func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs []RequestFile) ([]*evidence.Evidence, advisor.Window, []string) {
+	if w == nil {
+		w = window.New()
+	}
+	// The builder adds notes to the window: keep them out of it.
+	kept := len(w.Notes)
+	opt.WeightBytes = cfg.WeightBytes()
+	evs := engine.Build(w, opt)
+	notes := append([]string(nil), w.Notes...)
+	w.Notes = w.Notes[:kept]
+	notes = append(notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
+	evs, more := attachRequests(evs, reqs)
+	notes = append(notes, more...)
+	for _, e := range evs {
+		evidence.Check(e)
+	}
+	win := advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
+	if !w.Start.IsZero() {
+		s, e := w.Start.UTC(), w.End.UTC()
+		win.Start, win.End = &s, &e
+	}
+	if secs := w.Seconds(); !math.IsNaN(secs) {
+		win.Seconds = secs
+	}
+	if w.Points == 2 && len(w.Gauges) > 0 {
+		notes = append(notes, "gauges (running, waiting, KV usage) were sampled only at the window's two ends, so bursts between them are invisible; scrape the server live or query Prometheus for a sampled window")
+	}
+	if w.Cumulative {
+		notes = append(notes, "one snapshot: counts and distributions cover the time since the server started, and rates cannot be computed; give two snapshots for a window")
+	}
+	return evs, win, notes
+}
+
+// attachRequests adds request-level evidence: to the only target, or to a
+// target of its own when there is no metrics source.
+func attachRequests(evs []*evidence.Evidence, reqs []RequestFile) ([]*evidence.Evidence, []string) {
+	var notes []string
+	for _, r := range reqs {
+		switch len(evs) {
+		case 0:
+			e := evidence.New(evidence.Target{Model: "requests from " + r.From})
+			r.acc.Fill(e, r.From)
+			evs = append(evs, e)
+		case 1:
+			r.acc.Fill(evs[0], r.From)
+		default:
+			notes = append(notes, fmt.Sprintf("%s was not attached: the metrics hold %d targets and a request file does not say which it belongs to", r.From, len(evs)))
+		}
+	}
+	return evs, notes
+}

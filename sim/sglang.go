@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SGLang's default bucket sets (python/sglang/srt/observability/utils.py and
+// metrics_collector.py in sgl-project/sglang, v0.5.18).
+var (
+	sgTTFTBuckets  = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}
+	sgITLBuckets   = []float64{0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.0, 2.0, 4.0, 6.0, 8.0}
+	sgE2EBuckets   = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400}
+	sgQueueBuckets = []float64{0.000, 0.001, 0.005, 0.010, 0.050, 0.100, 0.200, 0.500, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000}
+	sgTokBuckets   = []float64{100, 300, 500, 700, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000, 12500, 15000, 17500, 20000, 22500, 25000, 27500, 30000, 35000, 40000, 60000, 80000, 100000, 200000, 300000, 400000, 600000, 800000, 1000000, 1100000}
+)
+
+// sgStageBuckets is exponential_buckets(0.001, 1.62, 30).
+func sgStageBuckets() []float64 {
+	out := make([]float64, 30)
+	for k := range out {
+		out[k] = 0.001 * math.Pow(1.62, float64(k))
+	}
+	return out
+}
+
+// sglangHists mirror the engine's observations into SGLang's families and
+// bucket sets; SGLang has no decode, inference, TPOT, max_tokens or
+// tokens-per-step histograms.
+type sglangHists struct {
+	ttft, itl, e2e, queue, prefill, promptLen, genLen, uncached *hist
+}
+
+func newSGLangHists(m *metrics) *sglangHists {
+	s := &sglangHists{
+		ttft:      newHist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", sgTTFTBuckets),
+		itl:       newHist("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", sgITLBuckets),
+		e2e:       newHist("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", sgE2EBuckets),
+		queue:     newHist("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", sgQueueBuckets),
+		prefill:   newHist("sglang:per_stage_req_latency_seconds", "The latency of each stage of requests.", sgStageBuckets()),
+		promptLen: newHist("sglang:prompt_tokens_histogram", "Histogram of prompt token length.", sgTokBuckets),
+		genLen:    newHist("sglang:generation_tokens_histogram", "Histogram of generation token length.", sgTokBuckets),
+		uncached:  newHist("sglang:uncached_prompt_tokens_histogram", "Histogram of uncached prompt token length.", sgTokBuckets),
+	}
+	m.ttft.mirror, m.itl.mirror, m.e2e.mirror, m.queue.mirror = s.ttft, s.itl, s.e2e, s.queue
+	m.prefill.mirror, m.promptLen.mirror, m.genLen.mirror, m.computed.mirror = s.prefill, s.promptLen, s.genLen, s.uncached
+	return s
+}
+
+// sglangCollector exposes the engine's metrics with SGLang's names and
+// labels: tokenizer-side series carry model_name, engine_type (and
+// is_streaming where SGLang adds it), scheduler-side series the rank labels.
+type sglangCollector struct{ e *Engine }
+
+func (c sglangCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c sglangCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.e.m
+	s := m.sg
+	model := c.e.model.Served
+	tok := []string{"engine_type", "model_name"}
+	tokV := []string{"unified", model}
+	stream := []string{"engine_type", "is_streaming", "model_name"}
+	streamV := []string{"unified", "true", model}
+	sched := []string{"engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"}
+	schedV := []string{"unified", model, "0", "0", "0"}
+	hist := func(h *hist, ln, lv []string) {
+		buckets := make(map[float64]uint64, len(h.bounds))
+		var cum uint64
+		for i, b := range h.bounds {
+			cum += h.counts[i]
+			buckets[b] = cum
+		}
+		ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, ln, nil), h.n, h.sum, buckets, lv...)
+	}
+	hist(s.ttft, stream, streamV)
+	hist(s.e2e, stream, streamV)
+	hist(s.itl, tok, tokV)
+	hist(s.promptLen, tok, tokV)
+	hist(s.genLen, tok, tokV)
+	hist(s.uncached, tok, tokV)
+	hist(s.queue, sched, schedV)
+	hist(s.prefill, append([]string{"stage"}, sched...), append([]string{"prefill_forward"}, schedV...))
+	counter := func(name, help string, ln, lv []string, v float64) {
+		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, ln, nil), prometheus.CounterValue, v, lv...)
+	}
+	var finished, aborted float64
+	for reason, v := range m.success {
+		if reason == "abort" {
+			aborted += v
+		} else {
+			finished += v
+		}
+	}
+	// SGLang counts tokens of finished requests only.
+	counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.", stream, streamV, m.finishedPrompt)
+	counter("sglang:generation_tokens_total", "Number of generation tokens processed.", stream, streamV, m.finishedGen)
+	counter("sglang:cached_tokens_total", "Number of cached prompt tokens.", append([]string{"cache_source"}, tok...),
+		append([]string{"device"}, tokV...), m.finishedCached)
+	counter("sglang:num_requests_total", "Number of requests processed.", stream, streamV, finished)
+	counter("sglang:num_aborted_requests_total", "Number of requests aborted.", tok, tokV, aborted)
+	counter("sglang:num_retracted_requests_total", "Total number of retracted requests.", sched, schedV, m.preemptions)
+	gauge := func(name, help string, v float64) {
+		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, sched, nil), prometheus.GaugeValue, v, schedV...)
+	}
+	gauge("sglang:num_running_reqs", "The number of running requests.", m.running)
+	gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", m.waiting)
+	// SGLang rounds token usage to two decimals.
+	gauge("sglang:token_usage", "The token usage.", math.Round(m.kv*100)/100)
+	ec := c.e.sc.Engine
+	gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", float64(c.e.totalBlocks*ec.BlockSize))
+	gauge("sglang:page_size", "KV cache page size.", float64(ec.BlockSize))
+	gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", 0)
+}
