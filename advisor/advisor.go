@@ -19,10 +19,10 @@ const Schema = "llmdoctor.diagnosis/v1"
 
 // Diagnosis is the whole result of one run; its JSON form is the contract.
 type Diagnosis struct {
-	Schema  string   `json:"schema"`
-	Sources []Source `json:"sources"`
-	Window  Window   `json:"window"`
-	Targets []Target `json:"targets"`
+	Schema  string         `json:"schema"`
+	Sources []Source       `json:"sources"`
+	Window  Window         `json:"window"`
+	Targets []TargetReport `json:"targets"`
 	// Notes are things collectors could not read, one line each.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -55,8 +55,8 @@ type Window struct {
 	Points     int  `json:"points"`
 }
 
-// Target is the diagnosis of one target.
-type Target struct {
+// TargetReport is the diagnosis of one target.
+type TargetReport struct {
 	Target     evidence.Target `json:"target"`
 	Primary    Primary         `json:"primary"`
 	Findings   []Finding       `json:"findings"`
@@ -196,8 +196,8 @@ var memberFields = []string{"stage.ttft.p99", "stage.queue.mean", "service.waiti
 
 // Advise builds the diagnosis of one target from its evidence and results;
 // cfg gives the minimum share of latency a verdict needs (nil: default).
-func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Target {
-	t := Target{Target: e.Target, Findings: []Finding{}, Gaps: []Gap{}, Next: []Step{},
+func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) TargetReport {
+	t := TargetReport{Target: e.Target, Findings: []Finding{}, Gaps: []Gap{}, Next: []Step{},
 		Inconsistencies: e.Inconsistencies}
 	var unchecked []string
 	var bounded []Bounded

@@ -85,7 +85,7 @@ func TestJSONContract(t *testing.T) {
 	q := rule(t, "q/q", "queueing", "critical", "", "  - {do: x, cost: config}\n")
 	e := evidence.New(evidence.Target{Model: "m"})
 	e.Values.Stage.TTFT.Mean = 1
-	d := Diagnosis{Schema: Schema, Targets: []Target{Advise(e, []rules.Result{fired(q, 0.5)}, nil)}}
+	d := Diagnosis{Schema: Schema, Targets: []TargetReport{Advise(e, []rules.Result{fired(q, 0.5)}, nil)}}
 	b, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)

@@ -252,7 +252,7 @@ func (p *printer) section(name string) {
 	p.line(p.st.bold.Render(name))
 }
 
-func (p *printer) target(t advisor.Target) {
+func (p *printer) target(t advisor.TargetReport) {
 	p.blank()
 	name := targetName(t.Target)
 	rule := strings.Repeat("─", max(3, p.width-ansi.StringWidth(name)-4))
@@ -356,7 +356,7 @@ func (p *printer) target(t advisor.Target) {
 		t.Checks.Fired, t.Checks.Quiet, bounded, t.Checks.Insufficient)))
 }
 
-func findingSeverity(t advisor.Target, rule string) string {
+func findingSeverity(t advisor.TargetReport, rule string) string {
 	for _, f := range t.Findings {
 		if f.Rule == rule {
 			return f.Severity

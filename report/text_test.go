@@ -12,7 +12,7 @@ func sample() *advisor.Diagnosis {
 	ttft, q := 2.0, 1.5
 	return &advisor.Diagnosis{Schema: advisor.Schema, Window: advisor.Window{Seconds: 900, Points: 2},
 		Sources: []advisor.Source{{Kind: "snapshot", Path: "a.prom", OK: true}},
-		Targets: []advisor.Target{{
+		Targets: []advisor.TargetReport{{
 			Primary:    advisor.Primary{Bottleneck: "queueing", Rule: "queue/x", Status: "found", Summary: "TTFT is mostly queue wait"},
 			Findings:   []advisor.Finding{{Rule: "queue/x", Severity: "critical", Title: "t", Message: strings.Repeat("a long message ", 20), Evidence: map[string]float64{"stage.queue.mean": 1.5}, Docs: "docs/rules/queue/x.md"}},
 			LatencyMap: advisor.LatencyMap{TTFT: &ttft, Queue: &q},

@@ -397,9 +397,9 @@ type Config struct {
 	// Models gives facts about served models that metrics do not carry.
 	Models map[string]ModelConfig `yaml:"models"`
 	// GPUs overrides the peak-bandwidth table by dcgm-exporter modelName.
-	GPUs     map[string]GPUConfig    `yaml:"gpus"`
-	Rules    map[string]RuleOverride `yaml:"rules"`
-	Suppress []Suppression           `yaml:"suppress"`
+	GPUs     map[string]GPUConfig `yaml:"gpus"`
+	Rules    map[string]Override  `yaml:"rules"`
+	Suppress []Suppression        `yaml:"suppress"`
 	// Now is the time suppressions expire against (zero: time.Now()).
 	Now time.Time `yaml:"-"`
 	// KeepNeeds evaluates rules even when a source they need is absent (the
@@ -440,8 +440,8 @@ func positive[T any](m map[string]T, value func(T) float64) map[string]float64 {
 	return out
 }
 
-// RuleOverride changes one rule.
-type RuleOverride struct {
+// Override changes one rule.
+type Override struct {
 	Enabled  *bool              `yaml:"enabled"`
 	Severity string             `yaml:"severity"`
 	Params   map[string]float64 `yaml:"params"`

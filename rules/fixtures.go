@@ -96,7 +96,7 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 	}
 	cfg := &Config{}
 	if len(fx.Params) > 0 {
-		cfg.Rules = map[string]RuleOverride{r.ID: {Params: fx.Params}}
+		cfg.Rules = map[string]Override{r.ID: {Params: fx.Params}}
 	}
 	one := &Set{Rules: []*Rule{r}, byID: map[string]*Rule{r.ID: r}}
 	if r.usesVerdict {

@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmdoctor/llmdoctor/internal/promtest"
+	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/internal/units"
-	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // Every example in README.md and docs/ runs: the usage lines, the commands

@@ -17,7 +17,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/promtest"
-	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/internal/sim"
 )
 
 // promScenarios are diagnosed both from a Prometheus holding the backfilled

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/internal/sim"
 )
 
 // exampleText reads one of an example window's snapshots.

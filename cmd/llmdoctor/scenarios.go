@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/rules"
-	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // ScenarioResult is one scenario diagnosed end to end.

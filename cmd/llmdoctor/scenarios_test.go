@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/internal/sim"
 )
 
 // Every scenario, diagnosed end to end over HTTP, gets its expected verdict;

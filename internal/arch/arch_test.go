@@ -38,9 +38,10 @@ var allowed = map[string][]string{
 	// vLLM's own log format, read into vLLM's names.
 	"collectors/logs":     {"collectors/engine", "collectors/vllm", "collectors/window"},
 	"collectors/requests": {"evidence"},
-	"sim":                 {},
-	"internal/promtest":   {"sim"},
+	"internal/sim":        {},
+	"internal/promtest":   {"internal/sim"},
 	"internal/expogen":    {},
+	"internal/arch":       {},
 	"internal/redact":     {},
 	"internal/units":      {},
 }
@@ -117,7 +118,7 @@ func TestImportsFlowOneWay(t *testing.T) {
 func TestPermittedRefusesBackEdges(t *testing.T) {
 	for _, e := range [][2]string{{"evidence", "rules"}, {"rules", "advisor"}, {"advisor", "report"},
 		{"collectors/scrape", "collectors/vllm"}, {"collectors/prom", "collectors/sglang"}, {"report", "collectors/engine"},
-		{"collectors/vllm", "rules"}, {"sim", "collectors/vllm"}} {
+		{"collectors/vllm", "rules"}, {"internal/sim", "collectors/vllm"}} {
 		if permitted(e[0], e[1]) {
 			t.Errorf("%s → %s was permitted", e[0], e[1])
 		}
