@@ -205,6 +205,6 @@ func (r *Rule) addVerdictRead(name string) {
 // NeedSources are the sources a rule may need, with the evidence that shows
 // the source is there and how to add it.
 var NeedSources = map[string]struct{ Present, How string }{
-	"dcgm":     {"resource.gpus", "scrape dcgm-exporter with --dcgm, or query it through --prom"},
-	"requests": {"service.client_requests", "give --bench (vllm bench serve JSON) or --requests (per-request JSONL/CSV)"},
+	"dcgm":     {"resource.gpus", "scrape dcgm-exporter alongside the server, or query it through Prometheus"},
+	"requests": {"service.client_requests", "a benchmark result (vllm bench serve JSON) or per-request records (JSONL/CSV)"},
 }

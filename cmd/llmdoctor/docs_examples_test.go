@@ -77,9 +77,13 @@ func liveSim(t *testing.T, scenario string, speed float64) (vllmURL, dcgmHost st
 // readmeUsage maps each line of the README's Usage block to runs of it with
 // its placeholders filled in.
 var readmeUsage = map[string]func(t *testing.T){
-	`llmdoctor demo [--scenario NAME] [--list]`: func(t *testing.T) {
+	`llmdoctor demo [--scenario NAME] [--list] [--engine sglang]`: func(t *testing.T) {
 		if out := runs(t, ran, "demo", "--scenario", "queue-bound", "--color", "never"); !strings.Contains(out, "VERDICT queueing") {
 			t.Errorf("demo --scenario queue-bound:\n%s", out)
+		}
+		if out := runs(t, ran, "demo", "--scenario", "queue-bound", "--engine", "sglang", "--color", "never"); !strings.Contains(out, "VERDICT queueing") ||
+			!strings.Contains(out, "sglang:num_queue_reqs") {
+			t.Errorf("demo --engine sglang:\n%s", out)
 		}
 		if out := runs(t, ran, "demo", "--list"); !strings.Contains(out, "queue-bound") {
 			t.Errorf("demo --list:\n%s", out)
@@ -97,7 +101,7 @@ var readmeUsage = map[string]func(t *testing.T){
 			t.Errorf("--prom on queue-bound:\n%.600s", out)
 		}
 	},
-	`llmdoctor diagnose --vllm http://127.0.0.1:8000 [--vllm …] [--dcgm host:9400] [--duration 60s] [--interval 5s]`: func(t *testing.T) {
+	`llmdoctor diagnose --target http://127.0.0.1:8000 [--target …] [--dcgm host:9400] [--duration 60s] [--interval 5s] [--engine auto]`: func(t *testing.T) {
 		a, gpus := liveSim(t, "healthy", 60)
 		b, _ := liveSim(t, "healthy", 60)
 		var d struct {
@@ -105,13 +109,14 @@ var readmeUsage = map[string]func(t *testing.T){
 				Evidence map[string]any `json:"evidence"`
 			} `json:"targets"`
 		}
-		out := runs(t, ran, "diagnose", "--format", "json", "--vllm", a, "--vllm", b, "--dcgm", gpus,
-			"--duration", "1s", "--interval", "250ms")
+		// --vllm is --target's older name: both add replicas.
+		out := runs(t, ran, "diagnose", "--format", "json", "--target", a, "--vllm", b, "--dcgm", gpus,
+			"--duration", "1s", "--interval", "250ms", "--engine", "auto")
 		if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Targets) != 1 {
 			t.Fatalf("%v:\n%.600s", err, out)
 		}
 		if n := evidenceNumber(d.Targets[0].Evidence, "service.instances"); n != 2 {
-			t.Errorf("two --vllm replicas gave %v instances", n)
+			t.Errorf("two replicas gave %v instances", n)
 		}
 	},
 	`llmdoctor diagnose --snapshot start.prom --snapshot end.prom [--snapshot-interval 15m]`: func(t *testing.T) {
@@ -136,7 +141,7 @@ var readmeUsage = map[string]func(t *testing.T){
 			t.Errorf("checklist junit:\n%.400s", out)
 		}
 	},
-	`llmdoctor sim --scenario NAME --listen 127.0.0.1:8000 [--speed 10]`: func(t *testing.T) {
+	`llmdoctor sim --scenario NAME --listen 127.0.0.1:8000 [--speed 10] [--engine sglang]`: func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +150,7 @@ var readmeUsage = map[string]func(t *testing.T){
 		ln.Close()
 		done := make(chan int, 1)
 		go func() {
-			code, _, _ := runCLI(t, "sim", "--scenario", "queue-bound", "--listen", addr, "--speed", "10")
+			code, _, _ := runCLI(t, "sim", "--scenario", "queue-bound", "--listen", addr, "--speed", "10", "--engine", "sglang")
 			done <- code
 		}()
 		served := false
@@ -163,7 +168,7 @@ var readmeUsage = map[string]func(t *testing.T){
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				served = resp.StatusCode == 200 && len(body) > 0
+				served = resp.StatusCode == 200 && len(body) > 0 && (path != "/metrics" || strings.Contains(string(body), "sglang:num_running_reqs"))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -244,10 +249,21 @@ func TestReadmeUsageRuns(t *testing.T) {
 // Flags of other programs the docs name (vLLM's server and benchmark).
 var foreignFlags = func() map[string]bool {
 	m := map[string]bool{"--save-result": true, "--save-detailed": true, "--append-result": true}
-	// Serving engines' own flags, as their catalogues name them for knobs.
+	// Serving engines' own flags, as their catalogues name them.
+	flag := regexp.MustCompile(`--[a-z][a-z0-9-]*`)
 	for _, e := range engine.Engines() {
+		var texts []string
 		for _, f := range e.Knobs {
-			for _, x := range regexp.MustCompile(`--[a-z][a-z0-9-]*`).FindAllString(f, -1) {
+			texts = append(texts, f)
+		}
+		for _, h := range e.How {
+			texts = append(texts, h)
+		}
+		for _, c := range e.Catalogue {
+			texts = append(texts, c.Obtain, c.Meaning)
+		}
+		for _, t := range texts {
+			for _, x := range flag.FindAllString(t, -1) {
 				m[x] = true
 			}
 		}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -325,6 +326,29 @@ func TestRegisterRefusals(t *testing.T) {
 	for _, v := range evidence.Engines() {
 		if v.Name == "zz" {
 			t.Error("a refused engine's vocabulary was recorded")
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite docs/engines.md")
+
+// docs/engines.md is the registered catalogues, current: an engine without
+// its page fails here.
+func TestEnginesDoc(t *testing.T) {
+	want := engine.Doc()
+	path := filepath.Join("..", "..", "docs", "engines.md")
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := os.ReadFile(path)
+	if string(got) != want {
+		t.Fatal("docs/engines.md is stale: run go test ./collectors/engine -update")
+	}
+	for _, e := range engine.Engines() {
+		if !strings.Contains(want, "## "+e.Title+" (`"+e.Name+"`)") {
+			t.Errorf("%s has no section", e.Name)
 		}
 	}
 }
