@@ -104,6 +104,30 @@ func TestPublicExpositions(t *testing.T) {
 			text: []string{"one snapshot: totals since server start", "Evidence that contradicts itself"},
 		},
 		{
+			// SGLang's own documentation (production_metrics.md), a v0.3
+			// server under load: TTFT 2351897.9474117756/11008 = 213.654 s,
+			// end-to-end 3116093.850019932/11228 = 277.529 s. The counts
+			// agree within 2%, so mean decode is derived as 277.529 −
+			// 213.654 = 63.875 s, 23% of end-to-end: decode cannot be the
+			// bottleneck. Queue and prefill are not exported before v0.5, the
+			// gauges were sampled once, and time_per_output_token_seconds of
+			// that era includes TTFT, so it is not read as inter-token
+			// latency: nothing decides, and the verdict says so.
+			file: "sglang-v0.3-llama-3.1-8b-docs.prom", model: "meta-llama/Llama-3.1-8B-Instruct",
+			status: "inconclusive", bottleneck: "unknown", inconsistent: []string{},
+			nums: []num{
+				{"stage.ttft.count", 11008, 0},
+				{"stage.ttft.mean", 213.6535, 1e-3},
+				{"service.e2e.count", 11228, 0},
+				{"service.e2e.mean", 277.5288, 1e-3},
+				{"stage.decode.mean", 63.8753, 1e-3},
+				{"service.running.max", 162, 0},
+				{"service.waiting.max", 2826, 0},
+				{"resource.kv_usage.max", 0.28, 1e-9},
+			},
+			text: []string{"decode is at most end-to-end − TTFT", "sglang:inter_token_latency_seconds (SGLang v0.4.3.post3+)"},
+		},
+		{
 			// vllm#6337, vLLM 0.5.1: the TTFT family cut after six buckets,
 			// every one at 208 (all TTFTs under 1 ms: the bug the issue
 			// reports). No +Inf, _sum or _count: nothing to compute a mean
