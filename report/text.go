@@ -3,9 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -255,6 +256,10 @@ func (p *printer) section(name string) {
 func (p *printer) target(t advisor.TargetReport) {
 	p.blank()
 	name := targetName(t.Target)
+	if t.Target.ServedBy != "" {
+		// Which engine's metrics these are: one Prometheus may hold both.
+		name += " · " + t.Target.ServedBy
+	}
 	rule := strings.Repeat("─", max(3, p.width-ansi.StringWidth(name)-4))
 	p.line(p.st.head.Render("── " + name + " " + rule))
 
@@ -341,7 +346,7 @@ func (p *printer) target(t advisor.TargetReport) {
 		p.section("Per instance / engine")
 		for _, m := range t.Members {
 			var parts []string
-			for _, k := range sortedKeys(m.Evidence) {
+			for _, k := range slices.Sorted(maps.Keys(m.Evidence)) {
 				parts = append(parts, k+"="+formatValue(k, m.Evidence[k]))
 			}
 			p.wrap("  ", memberName(m.Target)+": "+strings.Join(parts, " "))
@@ -385,7 +390,7 @@ func (p *printer) finding(f advisor.Finding, indent string) {
 		p.wrap(indent+"  ", p.st.dim.Render("not the verdict: "+f.Capped))
 	}
 	var ev []string
-	for _, k := range sortedKeys(f.Evidence) {
+	for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
 		s := k + "=" + formatValue(k, f.Evidence[k])
 		ev = append(ev, s)
 	}
@@ -394,7 +399,7 @@ func (p *printer) finding(f advisor.Finding, indent string) {
 	}
 	var src []string
 	seen := map[string]bool{}
-	for _, k := range sortedKeys(f.Sources) {
+	for _, k := range slices.Sorted(maps.Keys(f.Sources)) {
 		if s := f.Sources[k]; !seen[s] {
 			seen[s] = true
 			src = append(src, s)
@@ -611,13 +616,4 @@ func memberName(t evidence.Target) string {
 		return "engine " + t.Engine
 	}
 	return "instance " + t.Instance
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -80,12 +82,12 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 			return bad(k.key, fmt.Sprintf("%s is out of range: want %s", lit(x), k.want))
 		}
 	}
-	for _, id := range sortedKeys(c.Rules) {
+	for _, id := range slices.Sorted(maps.Keys(c.Rules)) {
 		r, ok := find(id)
 		if !ok {
 			continue
 		}
-		for _, p := range sortedKeys(c.Rules[id].Params) {
+		for _, p := range slices.Sorted(maps.Keys(c.Rules[id].Params)) {
 			def, declared := r.Params[p]
 			// A param whose default is above 0 is a threshold: 0 or below
 			// would fire the rule on anything or never.
@@ -95,7 +97,7 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(c.GPUs) {
+	for _, name := range slices.Sorted(maps.Keys(c.GPUs)) {
 		key := "gpus." + name + ".peak_bandwidth"
 		if name == "" {
 			return bad("gpus", "a GPU needs its dcgm-exporter modelName, e.g. NVIDIA H100 80GB HBM3")
@@ -107,7 +109,7 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 			return bad(key, fmt.Sprintf("%s is in bytes per second: write %se12 for %s TB/s", lit(x), lit(x), lit(x)))
 		}
 	}
-	for _, name := range sortedKeys(c.Models) {
+	for _, name := range slices.Sorted(maps.Keys(c.Models)) {
 		key := "models." + name + ".weight_bytes"
 		if name == "" {
 			return bad("models", "a model needs its served name, e.g. meta-llama/Llama-3.1-8B-Instruct")

@@ -2,8 +2,10 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,7 +27,7 @@ func Doc(r *Rule) string {
 	if len(r.Explains) > 0 {
 		fmt.Fprintf(&b, "| explains | %s |\n", "`"+strings.Join(r.Explains, "`, `")+"`")
 	}
-	for _, x := range sortedKeys(r.ExplainsIf) {
+	for _, x := range slices.Sorted(maps.Keys(r.ExplainsIf)) {
 		fmt.Fprintf(&b, "| explains `%s` when | `%s` |\n", x, strings.Join(strings.Fields(r.ExplainsIf[x]), " "))
 	}
 	b.WriteString("\n## Why\n\n" + strings.TrimSpace(r.Why) + "\n")

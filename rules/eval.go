@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -266,7 +267,7 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 		res.ImpactMax = res.Impact
 	}
 	res.Explains = append([]string(nil), r.Explains...)
-	for _, b := range sortedKeys(r.explainsIf) {
+	for _, b := range slices.Sorted(maps.Keys(r.explainsIf)) {
 		c := r.explainsIf[b]
 		if len(missing(c.reads, e, cfg)) > 0 {
 			continue // unknown: explain nothing on a guess
@@ -538,7 +539,7 @@ func (c *Config) Validate(sets ...*Set) error {
 		}
 		return nil, false
 	}
-	for _, id := range sortedKeys(c.Rules) {
+	for _, id := range slices.Sorted(maps.Keys(c.Rules)) {
 		o := c.Rules[id]
 		r, ok := find(id)
 		if !ok {
@@ -549,10 +550,10 @@ func (c *Config) Validate(sets ...*Set) error {
 				return &ConfigError{Key: "rules." + id, Kind: BadSeverity, Rule: id, Problem: err.Error()}
 			}
 		}
-		for _, p := range sortedKeys(o.Params) {
+		for _, p := range slices.Sorted(maps.Keys(o.Params)) {
 			if _, ok := r.Params[p]; !ok {
 				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: UnknownParam, Rule: id,
-					Problem: fmt.Sprintf("the rule has no such param (it has %v)", sortedKeys(r.Params))}
+					Problem: fmt.Sprintf("the rule has no such param (it has %v)", slices.Sorted(maps.Keys(r.Params)))}
 			}
 		}
 	}
@@ -591,14 +592,5 @@ func (c *Config) Expired() []Suppression {
 			out = append(out, s)
 		}
 	}
-	return out
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -314,7 +316,7 @@ func TestOpenMetricsEqualsText(t *testing.T) {
 		"vllm:e2e_request_latency_seconds_sum{model_name=\"m\",engine=\"0\"} 2.5\n" +
 		"vllm:e2e_request_latency_seconds_created{model_name=\"m\",engine=\"0\"} 1.7e+09\n# EOF\n"
 	a, b := mustParse(t, text), mustParse(t, om)
-	ka, kb := keys(a.Counters["vllm:num_preemptions_total"]), keys(b.Counters["vllm:num_preemptions_total"])
+	ka, kb := slices.Collect(maps.Keys(a.Counters["vllm:num_preemptions_total"])), slices.Collect(maps.Keys(b.Counters["vllm:num_preemptions_total"]))
 	if len(ka) != 1 || len(kb) != 1 || a.Counters["vllm:num_preemptions_total"][ka[0]].value != b.Counters["vllm:num_preemptions_total"][kb[0]].value {
 		t.Fatalf("counters differ: %v vs %v", a.Counters, b.Counters)
 	}

@@ -2,7 +2,9 @@ package scrape
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -48,7 +50,7 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 		}
 	}
 
-	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return keys(s.Counters) }) {
+	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return slices.Collect(maps.Keys(s.Counters)) }) {
 		for _, key := range seriesKeys(snaps, func(s *Snapshot) map[string]counterSample { return s.Counters[name] }) {
 			vals := make([]float64, len(snaps))
 			var l window.Labels
@@ -72,7 +74,7 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 		}
 	}
 
-	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return keys(s.Gauges) }) {
+	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return slices.Collect(maps.Keys(s.Gauges)) }) {
 		for _, key := range seriesKeys(snaps, func(s *Snapshot) map[string]gaugeSample { return s.Gauges[name] }) {
 			g := window.Gauge{Points: make([]float64, len(snaps))}
 			for i, s := range snaps {
@@ -86,7 +88,7 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 		}
 	}
 
-	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return keys(s.Histograms) }) {
+	for _, name := range familyNames(snaps, func(s *Snapshot) []string { return slices.Collect(maps.Keys(s.Histograms)) }) {
 		for _, key := range seriesKeys(snaps, func(s *Snapshot) map[string]histSample { return s.Histograms[name] }) {
 			if _, atEnd := snaps[len(snaps)-1].Histograms[name][key]; !atEnd && len(snaps) > 1 {
 				lost[name] = key
@@ -125,7 +127,7 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 			delete(lost, name) // the whole family is gone: integrity says so
 		}
 	}
-	for _, name := range sortedSet(lost) {
+	for _, name := range slices.Sorted(maps.Keys(lost)) {
 		w.Withhold(name, fmt.Sprintf("the series {%s} is in an earlier reading and missing from the last (a file cut short, or an exporter that restarted): what it counted over the window is unknown",
 			strings.TrimSuffix(lost[name], ",")))
 	}
@@ -138,7 +140,7 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 // one end of the window only, counter resets and restarts.
 func integrity(w *window.Window, snaps []*Snapshot) {
 	for _, s := range snaps {
-		for _, name := range sortedSet(s.Withheld) {
+		for _, name := range slices.Sorted(maps.Keys(s.Withheld)) {
 			w.Withhold(name, s.Withheld[name])
 		}
 	}
@@ -154,7 +156,7 @@ func integrity(w *window.Window, snaps []*Snapshot) {
 				cutStart = true
 			}
 		}
-		for _, name := range sortedSet(union(first.Declared, last.Declared)) {
+		for _, name := range slices.Sorted(maps.Keys(union(first.Declared, last.Declared))) {
 			switch {
 			case first.Declared[name] && !last.Declared[name]:
 				w.Withhold(name, "present at the start of the window and missing at its end (a truncated file, or an exporter that restarted): what it counted over the window is unknown")
@@ -164,7 +166,7 @@ func integrity(w *window.Window, snaps []*Snapshot) {
 		}
 	}
 	var resets []string
-	for _, name := range sortedSet(countersAndHists(w)) {
+	for _, name := range slices.Sorted(maps.Keys(countersAndHists(w))) {
 		n := 0
 		for _, c := range w.Counters[name] {
 			n += c.Resets
@@ -371,14 +373,6 @@ func lastPresent(v []float64) float64 {
 	return math.NaN()
 }
 
-func keys[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 func familyNames(snaps []*Snapshot, f func(*Snapshot) []string) []string {
 	set := map[string]bool{}
 	for _, s := range snaps {
@@ -386,7 +380,7 @@ func familyNames(snaps []*Snapshot, f func(*Snapshot) []string) []string {
 			set[n] = true
 		}
 	}
-	return sortedSet(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 func seriesKeys[T any](snaps []*Snapshot, f func(*Snapshot) map[string]T) []string {
@@ -396,16 +390,7 @@ func seriesKeys[T any](snaps []*Snapshot, f func(*Snapshot) map[string]T) []stri
 			set[k] = true
 		}
 	}
-	return sortedSet(set)
-}
-
-func sortedSet[T any](set map[string]T) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Merge joins windows of several servers scraped at the same ticks.

@@ -2,7 +2,9 @@ package sglang_test
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -229,11 +231,11 @@ func (s server) String() string {
 	for _, sc := range s.scheds {
 		l := schedLbl(sc)
 		x.gauge("sglang:num_running_reqs", "The number of running requests.", l, sc.running)
-		for _, p := range sortedKeys(sc.byPriority) {
+		for _, p := range slices.Sorted(maps.Keys(sc.byPriority)) {
 			x.gauge("sglang:num_running_reqs", "", l.with("priority", p), sc.byPriority[p][0])
 		}
 		x.gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", l, sc.waiting)
-		for _, p := range sortedKeys(sc.byPriority) {
+		for _, p := range slices.Sorted(maps.Keys(sc.byPriority)) {
 			x.gauge("sglang:num_queue_reqs", "", l.with("priority", p), sc.byPriority[p][1])
 		}
 		x.gauge("sglang:token_usage", "The token usage.", l, sc.usage)
@@ -245,7 +247,7 @@ func (s server) String() string {
 			x.gauge("sglang:page_size", "KV cache page size in tokens.", l, 1)
 			x.counter("sglang:num_retracted_requests_total", "Number of retracted requests.", l, sc.retracted)
 			x.hist("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", l, queueBuckets, sc.queue)
-			for _, st := range sortedKeys(sc.stages) {
+			for _, st := range slices.Sorted(maps.Keys(sc.stages)) {
 				x.hist("sglang:per_stage_req_latency_seconds", "The latency of each stage of requests.", l.with("stage", st), stageBuckets, sc.stages[st])
 			}
 		}
@@ -306,15 +308,6 @@ func (s server) String() string {
 		x.counter("sglang:evicted_tokens_total", "Evicted tokens.", lbl{"cache_type": "RadixCache"}, 5e5)
 	}
 	return x.String()
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // grow returns before, or before and during together at the window's end.
