@@ -62,7 +62,7 @@ func accuracyScenario(seed int64, i int) (*sim.Scenario, sim.GroundTruth, error)
 
 // RunAccuracy draws n scenarios from seed and diagnoses each through runDemo,
 // on two goroutines.
-func RunAccuracy(set *rules.Set, cfg *rules.Config, seed int64, n int) ([]AccuracyCase, error) {
+func RunAccuracy(set *rules.Set, cfg *rules.Config, seed int64, n int, exposes string) ([]AccuracyCase, error) {
 	out := make([]AccuracyCase, n)
 	errs := make([]error, n)
 	next := make(chan int)
@@ -72,7 +72,7 @@ func RunAccuracy(set *rules.Set, cfg *rules.Config, seed int64, n int) ([]Accura
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i], errs[i] = runAccuracyCase(set, cfg, seed, i)
+				out[i], errs[i] = runAccuracyCase(set, cfg, seed, i, exposes)
 			}
 		}()
 	}
@@ -89,11 +89,12 @@ func RunAccuracy(set *rules.Set, cfg *rules.Config, seed int64, n int) ([]Accura
 	return out, nil
 }
 
-func runAccuracyCase(set *rules.Set, cfg *rules.Config, seed int64, i int) (AccuracyCase, error) {
+func runAccuracyCase(set *rules.Set, cfg *rules.Config, seed int64, i int, exposes string) (AccuracyCase, error) {
 	sc, gt, err := accuracyScenario(seed, i)
 	if err != nil {
 		return AccuracyCase{}, err
 	}
+	sc.Exposes = exposes
 	d, err := runDemo(context.Background(), sc, set, cfg)
 	if err != nil {
 		return AccuracyCase{}, fmt.Errorf("%s: %v", sc.Name, err)
@@ -134,11 +135,15 @@ func writeAccuracyReport(path string) error {
 	if err != nil {
 		return err
 	}
-	cs, err := RunAccuracy(set, cfg, accuracySeed, accuracyCount)
+	cs, err := RunAccuracy(set, cfg, accuracySeed, accuracyCount, "vllm")
 	if err != nil {
 		return &exitError{2, err.Error()}
 	}
-	held, err := RunAccuracy(set, cfg, heldOutSeed, accuracyCount)
+	held, err := RunAccuracy(set, cfg, heldOutSeed, accuracyCount, "vllm")
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	sg, err := RunAccuracy(set, cfg, heldOutSeed, accuracyCount, "sglang")
 	if err != nil {
 		return &exitError{2, err.Error()}
 	}
@@ -146,7 +151,7 @@ func writeAccuracyReport(path string) error {
 	if err != nil {
 		return &exitError{2, err.Error()}
 	}
-	return os.WriteFile(path, []byte(AccuracyReport(cs, held, builtin)), 0o644)
+	return os.WriteFile(path, []byte(AccuracyReport(cs, held, sg, builtin)), 0o644)
 }
 
 // BuiltinTruth is a built-in scenario's ground truth beside what it expects.
@@ -221,7 +226,7 @@ func criticalOnHealthy(cs []AccuracyCase) (healthy, flagged int) {
 
 // AccuracyReport renders docs/accuracy.md: the tuning set in full and the
 // held-out set's totals.
-func AccuracyReport(cs, held []AccuracyCase, builtin []BuiltinTruth) string {
+func AccuracyReport(cs, held, sglang []AccuracyCase, builtin []BuiltinTruth) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# Accuracy against simulator ground truth\n\n")
@@ -244,6 +249,17 @@ func AccuracyReport(cs, held []AccuracyCase, builtin []BuiltinTruth) string {
 	p("The rules were tuned while reading this set's misses. A second set of %d (seed %d), whose misses\n", len(held), heldOutSeed)
 	p("are not read while tuning, says how far that generalises: **%.1f%% right there**, and %d of its\n", 100*accuracyOf(held), hf)
 	p("%d scenarios whose ground truth is clearly `none` got a critical finding.\n\n", hh)
+	sh, sf := criticalOnHealthy(sglang)
+	same := 0
+	for i := range sglang {
+		if i < len(held) && sglang[i].Primary.Bottleneck == held[i].Primary.Bottleneck {
+			same++
+		}
+	}
+	p("The held-out set served with SGLang's metric names (its families, labels and bucket bounds;\n")
+	p("no decode-time or per-request TPOT histogram, no finish reasons) is **%.1f%% right**; %d of its\n", 100*accuracyOf(sglang), sf)
+	p("%d clearly-`none` scenarios got a critical finding, and %d of %d verdicts are the ones vLLM's\n", sh, same, len(sglang))
+	p("names give.\n\n")
 
 	p("## Ground truth\n\n")
 	p("The simulator adds up, for the requests that finish inside the window the diagnosis reads, the\n")

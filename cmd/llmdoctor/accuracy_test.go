@@ -28,7 +28,7 @@ func TestAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := RunAccuracy(set, cfg, accuracySeed, accuracyCount)
+	cs, err := RunAccuracy(set, cfg, accuracySeed, accuracyCount, "vllm")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,14 +51,22 @@ func TestAccuracy(t *testing.T) {
 	if a := accuracyOf(cs); a < accuracyFloor {
 		t.Errorf("accuracy %.3f fell below the floor %.2f; see the misses in docs/accuracy.md", a, accuracyFloor)
 	}
-	held, err := RunAccuracy(set, cfg, heldOutSeed, accuracyCount)
+	held, err := RunAccuracy(set, cfg, heldOutSeed, accuracyCount, "vllm")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a := accuracyOf(held); a < heldOutFloor {
 		t.Errorf("held-out accuracy %.3f fell below the floor %.2f", a, heldOutFloor)
 	}
-	for _, set := range [][]AccuracyCase{cs, held} {
+	// The held-out set again, with SGLang's names: never tuned on.
+	sg, err := RunAccuracy(set, cfg, heldOutSeed, accuracyCount, "sglang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := accuracyOf(sg); a < heldOutFloor {
+		t.Errorf("held-out accuracy on SGLang names %.3f fell below the floor %.2f", a, heldOutFloor)
+	}
+	for _, set := range [][]AccuracyCase{cs, held, sg} {
 		if h, f := criticalOnHealthy(set); f > 0 {
 			t.Errorf("%d of %d scenarios with nothing wrong got a critical finding", f, h)
 		}
@@ -68,7 +76,7 @@ func TestAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(filepath.Join("..", "..", "docs", "accuracy.md"))
-	if string(got) != AccuracyReport(cs, held, builtin) {
+	if string(got) != AccuracyReport(cs, held, sg, builtin) {
 		t.Error("docs/accuracy.md is stale: run go run ./cmd/llmdoctor demo --accuracy docs/accuracy.md")
 	}
 }

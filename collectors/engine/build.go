@@ -10,6 +10,9 @@ import (
 	"github.com/llmdoctor/llmdoctor/evidence"
 )
 
+// stallGap is the inter-token gap that counts as a stream frozen.
+const stallGap = 0.5
+
 // Options control how series become targets.
 type Options struct {
 	// GroupBy are the labels that make a target; default model_name.
@@ -218,11 +221,21 @@ func (eng *Engine) buildOne(w *window.Window, sel window.Labels, opt Options) *e
 	v.Stage.ITL = b.dist(StepLatency, "stage.itl")
 	v.Stage.TPOT = b.dist(RequestTPOT, "stage.tpot")
 	b.ttftTrend()
-	if bk, name := b.buckets(StepLatency); bk != nil {
-		v.Stage.ITLStalls = window.CountAbove(0.5, bk)
-		v.Stage.ITLStallSeconds = window.SumAbove(0.5, bk)
-		b.cite("stage.itl_stalls", name)
-		b.cite("stage.itl_stall_seconds", name)
+	bk, name := b.buckets(StepLatency)
+	// Counted from the first bucket bound at or above 0.5 s, not
+	// interpolated below it: where 0.5 is not a bound (SGLang's 0.4 and 0.6)
+	// a slow step of 0.45 s must not pass for a stall, so the count errs
+	// low. Buckets that end below 0.5 s cannot count stalls at all.
+	if at, ok := window.BoundAtOrAbove(stallGap, bk); bk != nil && ok {
+		v.Stage.ITLStalls = window.CountAbove(at, bk)
+		v.Stage.ITLStallSeconds = window.SumAbove(at, bk)
+		note := ""
+		if at != stallGap {
+			note = fmt.Sprintf("gaps above %g s, the first bucket bound above 0.5 s", at)
+		}
+		for _, p := range []string{"stage.itl_stalls", "stage.itl_stall_seconds"} {
+			b.e.Cite(p, evidence.Source{Metric: name, From: b.w.From, Note: note})
+		}
 	}
 
 	v.Service.E2E = b.dist(E2E, "service.e2e")

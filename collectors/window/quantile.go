@@ -135,6 +135,18 @@ func CountAbove(x float64, in []Bucket) float64 {
 	return total - below
 }
 
+// BoundAtOrAbove returns the smallest finite bucket bound at or above x, so
+// that counts above it are exact; false when no finite bound reaches x.
+func BoundAtOrAbove(x float64, in []Bucket) (float64, bool) {
+	best := math.Inf(1)
+	for _, b := range in {
+		if b.UpperBound >= x && b.UpperBound < best {
+			best = b.UpperBound
+		}
+	}
+	return best, !math.IsInf(best, 1)
+}
+
 // ObservedRange bounds the observations of cumulative buckets holding count
 // observations: above the bound below the first bucket with any, and at most
 // the bound of the first bucket holding them all. A mean outside it means

@@ -120,3 +120,25 @@ func TestSumAbove(t *testing.T) {
 		t.Fatal("without +Inf the sum is unknown")
 	}
 }
+
+// Stalls are counted from a bucket bound: where 0.5 s is not one (SGLang's
+// ITL buckets have 0.4 and 0.6), the count starts at 0.6 and errs low
+// instead of taking slow 0.45 s steps for stalls.
+func TestStallsCountFromABound(t *testing.T) {
+	sg := []Bucket{{0.4, 90}, {0.6, 100}, {1, 104}, {math.Inf(1), 105}}
+	at, ok := BoundAtOrAbove(0.5, sg)
+	if !ok || at != 0.6 {
+		t.Fatalf("bound %v, want 0.6", at)
+	}
+	if n := CountAbove(at, sg); n != 5 {
+		t.Errorf("stalls %v, want 5 (only those past 0.6 s)", n)
+	}
+	vl := []Bucket{{0.4, 90}, {0.5, 95}, {0.75, 100}, {math.Inf(1), 105}}
+	if at, ok := BoundAtOrAbove(0.5, vl); !ok || at != 0.5 {
+		t.Errorf("bound %v, want 0.5 where it is a bound", at)
+	}
+	// No finite bound reaches 0.5 s: stalls cannot be counted at all.
+	if _, ok := BoundAtOrAbove(0.5, []Bucket{{0.1, 1}, {math.Inf(1), 2}}); ok {
+		t.Error("a bound was made up past the last finite one")
+	}
+}
