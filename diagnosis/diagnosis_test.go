@@ -80,7 +80,7 @@ func TestValidate(t *testing.T) {
 		{"client instead of timeout", Sources{Scrape: scrape(func(s *ScrapeSource) { s.Timeout, s.Client = 0, http.DefaultClient })}, 0},
 		{"duration under interval", Sources{Scrape: scrape(func(s *ScrapeSource) { s.Duration = time.Millisecond })}, DurationUnderInterval},
 		{"snapshot interval", Sources{Snapshots: []string{"a", "b"}, SnapshotInterval: -time.Second}, BadSnapshotInterval},
-		{"snapshot from another reader", Sources{Snapshots: []string{"-"}, Stdin: strings.NewReader("")}, StdinSnapshot},
+		{"snapshot from another reader", Sources{Snapshots: []string{"-"}, Stdin: strings.NewReader("")}, 0},
 		{"prom window", Sources{Prom: okProm(func(p *PromSource) { p.Options.Window = 0 })}, BadPromWindow},
 		{"prom step", Sources{Prom: okProm(func(p *PromSource) { p.Options.Step = -1 })}, BadPromStep},
 		{"prom parallel", Sources{Prom: okProm(func(p *PromSource) { p.Options.Parallel = 0 })}, BadPromParallel},

@@ -32,9 +32,6 @@ const (
 	DurationUnderInterval
 	// BadSnapshotInterval: SnapshotInterval negative.
 	BadSnapshotInterval
-	// StdinSnapshot: a snapshot "-" with Sources.Stdin other than the
-	// process's standard input, which the snapshot reader cannot take yet.
-	StdinSnapshot
 	// BadPromWindow: Prom.Options.Window not positive.
 	BadPromWindow
 	// BadPromStep: Prom.Options.Step negative.
@@ -65,7 +62,6 @@ var problemText = map[Problem]string{
 	BadScrapeTimeout:      "the scrape timeout must be positive",
 	DurationUnderInterval: "the scrape duration is shorter than one interval",
 	BadSnapshotInterval:   "the snapshot interval must be positive",
-	StdinSnapshot:         "a snapshot is read from standard input only when Sources.Stdin is the process's own",
 	BadPromWindow:         "the Prometheus window must be positive",
 	BadPromStep:           "the Prometheus step must be positive, or zero for the default",
 	BadPromParallel:       "at least 1 Prometheus query must be in flight",

@@ -233,7 +233,7 @@ func (s Sources) readLog(notify func(Progress)) (*window.Window, []advisor.Sourc
 
 func (s Sources) readSnapshots(notify func(Progress)) (*window.Window, []advisor.Source, error) {
 	notify(Progress{Stage: StageRead, Message: fmt.Sprintf("reading %d snapshot(s)", len(s.Snapshots))})
-	w, err := scrape.Files(s.Snapshots, s.SnapshotInterval)
+	w, err := scrape.Files(s.Snapshots, s.SnapshotInterval, s.stdin())
 	if err != nil {
 		return nil, nil, &ReadError{Kind: KindSnapshot, Err: err}
 	}

@@ -1,8 +1,6 @@
 package diagnosis
 
 import (
-	"os"
-
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 )
@@ -36,9 +34,6 @@ func (s Sources) Validate() error {
 		return fail(GPUWithoutEngine)
 	case s.SnapshotInterval < 0:
 		return fail(BadSnapshotInterval)
-	}
-	if s.stdinSnapshot() && s.Stdin != nil && s.Stdin != os.Stdin {
-		return fail(StdinSnapshot)
 	}
 	if engines {
 		switch {
@@ -77,13 +72,4 @@ func (s Sources) Validate() error {
 		}
 	}
 	return nil
-}
-
-func (s Sources) stdinSnapshot() bool {
-	for _, p := range s.Snapshots {
-		if p == "-" {
-			return true
-		}
-	}
-	return false
 }

@@ -79,6 +79,12 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	// Knobs left out stay NaN through decoding, so that an explicit 0 can be
 	// told from an absent key and refused.
 	c := Config{MinSamples: math.NaN(), MinGaugeSamples: math.NaN(), MinShare: math.NaN()}
+	// An empty or comment-only file is all defaults (the decoder would
+	// zero the knobs and refuse them).
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err == nil && doc == nil {
+		return &Config{}, nil
+	}
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
 	}

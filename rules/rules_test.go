@@ -235,3 +235,16 @@ func TestVerdictSummaryWeighsCauses(t *testing.T) {
 		t.Fatalf("critical %v, want 0: both stages are small", v.Critical)
 	}
 }
+
+// An empty or comment-only llmdoctor.yaml is all defaults, not an error.
+func TestEmptyConfigIsDefaults(t *testing.T) {
+	for _, doc := range []string{"", "# nothing set yet\n", "\n\n"} {
+		c, err := ParseConfig("llmdoctor.yaml", []byte(doc))
+		if err != nil || c.MinSamples != 0 || c.MinShare != 0 {
+			t.Errorf("%q: %+v, %v", doc, c, err)
+		}
+	}
+	if _, err := ParseConfig("llmdoctor.yaml", []byte("min_samples: 0\n")); err == nil {
+		t.Error("an explicit 0 was taken")
+	}
+}

@@ -31,13 +31,13 @@ func newChecklist() *cobra.Command {
 		Example: "  llmdoctor checklist --bench run.json --slo ttft_p99=2s,itl_p99=100ms\n" +
 			"  llmdoctor checklist --prom http://prometheus:9090 --bench run.json --format junit > checklist.xml",
 		Args:    cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error { return o.stdinUses() },
+		PreRunE: func(cmd *cobra.Command, _ []string) error { o.setInput(cmd); return o.stdinUses() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			outs, err := o.out.parse(report.ChecklistDoc)
 			if err != nil {
 				return err
 			}
-			_, cfg, err := loadRulesFlag(o.configPath, nil)
+			_, cfg, err := loadRulesFlag(o.in, o.configPath, nil)
 			if err != nil {
 				return err
 			}

@@ -56,11 +56,12 @@ func newDemo() *cobra.Command {
 			if err := oneStdin(stdinUse{"--config", []string{configPath}}, stdinUse{"--scenario", []string{scenario}}); err != nil {
 				return err
 			}
-			set, cfg, err := loadRulesFlag(configPath, rulesDirs)
+			in := newInput(cmd.InOrStdin())
+			set, cfg, err := loadRulesFlag(in, configPath, rulesDirs)
 			if err != nil {
 				return err
 			}
-			sc, err := loadScenario(scenario)
+			sc, err := loadScenario(in, scenario)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -174,7 +175,7 @@ func newSim() *cobra.Command {
 		Short: "Serve a simulated vLLM or SGLang server's /metrics (and /dcgm/metrics) for Prometheus or Grafana",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sc, err := loadScenario(scenario)
+			sc, err := loadScenario(newInput(cmd.InOrStdin()), scenario)
 			if err != nil {
 				return usageErr("%v", err)
 			}

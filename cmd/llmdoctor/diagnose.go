@@ -41,6 +41,14 @@ type diagnoseOpts struct {
 	failOn           string
 	groupBy          []string
 	timeout          time.Duration
+	// in is the run's standard input (see input).
+	in *input
+}
+
+// setInput makes the command's standard input what "-" reads in this run.
+func (o *diagnoseOpts) setInput(cmd *cobra.Command) {
+	o.in = newInput(cmd.InOrStdin())
+	o.prom.in = o.in
 }
 
 func newDiagnose() *cobra.Command {
@@ -53,7 +61,7 @@ func newDiagnose() *cobra.Command {
 			"  llmdoctor diagnose --snapshot start.prom --snapshot end.prom --snapshot-interval 15m --format json\n" +
 			"  llmdoctor diagnose --log vllm.log --bench run.json",
 		Args:    cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error { return o.stdinUses() },
+		PreRunE: func(cmd *cobra.Command, _ []string) error { o.setInput(cmd); return o.stdinUses() },
 		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := c.Flags()
@@ -102,7 +110,7 @@ func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	set, cfg, err := loadRulesFlag(o.configPath, o.rulesDirs)
+	set, cfg, err := loadRulesFlag(o.in, o.configPath, o.rulesDirs)
 	if err != nil {
 		return err
 	}
@@ -136,7 +144,7 @@ func (o *diagnoseOpts) sources() (diagnosis.Sources, error) {
 	o.scrapeHeaders = append(o.scrapeHeaders, o.vllmHeaders...)
 	o.vllmHeaders = nil
 	src := diagnosis.Sources{Snapshots: o.snapshots, SnapshotInterval: o.snapshotInterval, Bench: o.benchFiles,
-		Requests: o.requestFiles, GroupBy: o.groupBy, Stdin: os.Stdin}
+		Requests: o.requestFiles, GroupBy: o.groupBy, Stdin: o.in.reader()}
 	if o.engine != "auto" {
 		src.Engine = o.engine
 	}

@@ -25,6 +25,7 @@ func yamlBlocks(t *testing.T, doc string) []string {
 // The rule, its two test cases and the configuration in
 // docs/writing-rules.md load and pass as written.
 func TestWritingRulesExamplesRun(t *testing.T) {
+	t.Parallel()
 	blocks := yamlBlocks(t, "writing-rules.md")
 	if len(blocks) != 4 {
 		t.Fatalf("want the rule, two cases and a config in docs/writing-rules.md, found %d yaml blocks", len(blocks))
@@ -44,6 +45,7 @@ func TestWritingRulesExamplesRun(t *testing.T) {
 // The worked examples in docs/verdict.md give the verdict and deciding rule
 // they say they give.
 func TestVerdictDocExamples(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "verdict.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +57,7 @@ func TestVerdictDocExamples(t *testing.T) {
 	}
 	for _, r := range rows {
 		t.Run(r[1], func(t *testing.T) {
+			t.Parallel()
 			p := diagnoseJSON(t, example(r[1])...).Targets[0].Primary
 			if p.Bottleneck != r[2] || p.Rule != r[3] {
 				t.Fatalf("verdict %s (%s), the doc says %s (%s)", p.Bottleneck, p.Rule, r[2], r[3])
@@ -66,6 +69,7 @@ func TestVerdictDocExamples(t *testing.T) {
 // The README's "What it prints" is what examples/queueing prints: every line
 // shown is in the report ("…" marks what the README leaves out).
 func TestReadmeSampleIsTheReport(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)

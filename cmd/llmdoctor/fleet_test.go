@@ -50,6 +50,7 @@ func simHandler(t *testing.T, sc *sim.Scenario, step time.Duration, speed float6
 
 // Three healthy replicas and one that queues: the fleet rule names it.
 func TestFleetOutlierNamesTheInstance(t *testing.T) {
+	t.Parallel()
 	urls := []string{serveScenario(t, "healthy", 1), serveScenario(t, "healthy", 2),
 		serveScenario(t, "queue-bound", 3), serveScenario(t, "healthy", 4)}
 	s := &scrape.Scraper{URLs: urls, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true}
@@ -81,6 +82,7 @@ func TestFleetOutlierNamesTheInstance(t *testing.T) {
 // Past capacity the TTFT tail climbs step by step: the trend rule sees it
 // where window averages cannot.
 func TestOverloadShowsRisingTail(t *testing.T) {
+	t.Parallel()
 	url := serveScenario(t, "queue-bound", 1, func(sc *sim.Scenario) { sc.Workload.Rate = 16 })
 	s := &scrape.Scraper{URLs: []string{url}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true}
 	w, err := s.Run(context.Background())

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 
@@ -27,10 +28,15 @@ func usageErr(format string, a ...any) error {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// run runs one command line with its own standard input, output and error,
+// and returns the exit code. It touches no state another run shares, so
+// runs may go in parallel: every command reads stdin, writes and decides
+// whether it writes to a terminal through the command's own streams (an
+// *os.File that is a terminal is one; any other writer is not).
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// One context for the command: Ctrl-C cancels it, so that a live scrape
 	// stops and diagnoses what it gathered and a Prometheus query stops.
 	// After the first Ctrl-C the default handling is back, so a second one
@@ -40,6 +46,9 @@ func run(args []string) int {
 	go func() { <-ctx.Done(); stop() }()
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -49,11 +58,11 @@ func run(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(os.Stderr, "llmdoctor: "+redact.String(ee.msg))
+			fmt.Fprintln(stderr, "llmdoctor: "+redact.String(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "llmdoctor: "+redact.String(err.Error()))
+	fmt.Fprintln(stderr, "llmdoctor: "+redact.String(err.Error()))
 	return 2
 }
 

@@ -3,30 +3,72 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmdoctor/llmdoctor/internal/expogen"
 )
 
-// runCLI runs the command in-process and captures stdout and stderr.
+// runCLI runs the command in-process with an empty standard input and
+// returns its exit code, stdout and stderr. Runs share no state, so tests
+// that call it may run in parallel.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	oldOut, oldErr := os.Stdout, os.Stderr
-	ro, wo, _ := os.Pipe()
-	re, we, _ := os.Pipe()
-	os.Stdout, os.Stderr = wo, we
-	outc, errc := make(chan string), make(chan string)
-	go func() { b, _ := io.ReadAll(ro); outc <- string(b) }()
-	go func() { b, _ := io.ReadAll(re); errc <- string(b) }()
-	code = run(args)
-	wo.Close()
-	we.Close()
-	os.Stdout, os.Stderr = oldOut, oldErr
-	return code, <-outc, <-errc
+	return runCLIIn(t, nil, args...)
+}
+
+// runCLIIn is runCLI with stdin as the command's standard input.
+func runCLIIn(t *testing.T, stdin []byte, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, bytes.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// Runs share no state: command lines run at once, each with its own
+// standard input, print exactly what they print one at a time.
+func TestRunsInParallel(t *testing.T) {
+	t.Parallel()
+	bench := readFixture(t, benchFile("bench-detailed.json"))
+	cfg := []byte("rules:\n  queue/ttft-dominated: {enabled: false}\n")
+	lines := []struct {
+		stdin []byte
+		args  []string
+	}{
+		{nil, append([]string{"diagnose", "--format", "json"}, example("queueing")...)},
+		{nil, append([]string{"diagnose", "--color", "never"}, example("kv-capacity")...)},
+		{cfg, append([]string{"diagnose", "--format", "json", "--config", "-"}, example("queueing")...)},
+		{bench, []string{"diagnose", "--format", "json", "--bench", "-"}},
+		{bench, []string{"checklist", "--format", "junit", "--bench", "-", "--slo", "ttft_p99=1s"}},
+		{nil, []string{"rules", "list"}},
+		{nil, []string{"diagnose", "--nope"}},
+	}
+	result := func(i int) string {
+		l := lines[i%len(lines)]
+		var out, errOut bytes.Buffer
+		code := run(l.args, bytes.NewReader(l.stdin), &out, &errOut)
+		return fmt.Sprintf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	want := make([]string, len(lines))
+	for i := range lines {
+		want[i] = result(i)
+	}
+	got := make([]string, 3*len(lines))
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i] = result(i) })
+	}
+	wg.Wait()
+	for i, g := range got {
+		if w := want[i%len(lines)]; g != w {
+			t.Errorf("llmdoctor %s, run alongside others, printed\n%.400s\nwhere alone it printed\n%.400s",
+				strings.Join(lines[i%len(lines)].args, " "), g, w)
+		}
+	}
 }
 
 func example(name string) []string {
@@ -83,6 +125,7 @@ func diagnoseInto[T any](t *testing.T, args ...string) T {
 
 // The primary bottleneck of each example window, from V1 exposition.
 func TestExamplePrimaries(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"queueing":          "queueing",
 		"prefill":           "prefill",
@@ -93,6 +136,7 @@ func TestExamplePrimaries(t *testing.T) {
 	}
 	for ex, want := range cases {
 		t.Run(ex, func(t *testing.T) {
+			t.Parallel()
 			d := diagnoseJSON(t, example(ex)...)
 			tg := d.Targets[0]
 			if tg.Primary.Bottleneck != want {
@@ -112,6 +156,7 @@ func TestExamplePrimaries(t *testing.T) {
 
 // Queue wait is high in the KV window too, but the KV finding is the cause.
 func TestKVExplainsQueueing(t *testing.T) {
+	t.Parallel()
 	d := diagnoseJSON(t, example("kv-capacity")...)
 	found := false
 	for _, f := range d.Targets[0].Findings {
@@ -130,6 +175,7 @@ func TestKVExplainsQueueing(t *testing.T) {
 // A V0 server has no queue/prefill histograms: gaps name them and the verdict
 // says what could not be checked instead of calling the server healthy.
 func TestV0IsInconclusiveNotHealthy(t *testing.T) {
+	t.Parallel()
 	d := diagnoseJSON(t, example("v0-healthy")...)
 	tg := d.Targets[0]
 	if tg.Primary.Status != "inconclusive" || tg.Primary.Bottleneck == "none" {
@@ -147,144 +193,9 @@ func TestV0IsInconclusiveNotHealthy(t *testing.T) {
 	}
 }
 
-func TestTextReportFits80ColumnsAndCitesNumbers(t *testing.T) {
-	code, out, _ := runCLI(t, append([]string{"diagnose", "--color", "never"}, example("queueing")...)...)
-	if code != 0 {
-		t.Fatal("exit", code)
-	}
-	for _, l := range strings.Split(out, "\n") {
-		if n := len([]rune(l)); n > 80 {
-			t.Errorf("line of %d columns: %q", n, l)
-		}
-	}
-	for _, want := range []string{"VERDICT queueing", "of mean TTFT", "requests were waiting", "Next steps, cheapest first", "[config]"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text report lacks %q", want)
-		}
-	}
-	if strings.Contains(out, "\x1b[") {
-		t.Error("colour escape codes with --color never")
-	}
-}
-
-func TestOneSnapshotSaysCumulative(t *testing.T) {
-	code, out, _ := runCLI(t, "diagnose", "--color", "never", "--snapshot", filepath.Join("..", "..", "examples", "queueing", "end.prom"))
-	if code != 0 || !strings.Contains(out, "since server start") {
-		t.Fatalf("exit %d, output:\n%s", code, out)
-	}
-}
-
-func TestExitCodes(t *testing.T) {
-	dir := t.TempDir()
-	html := filepath.Join(dir, "page.prom")
-	os.WriteFile(html, []byte("<html><body>Bad Gateway</body></html>"), 0o644)
-	cut := filepath.Join(dir, "cut.prom")
-	data, _ := os.ReadFile(filepath.Join("..", "..", "examples", "queueing", "end.prom"))
-	os.WriteFile(cut, data[:len(data)/2], 0o644)
-	cases := []struct {
-		name string
-		args []string
-		code int
-		want string
-	}{
-		{"fail-on matched", append([]string{"diagnose", "--fail-on", "critical", "--format", "json"}, example("queueing")...), 1, "--fail-on"},
-		{"fail-on not matched", append([]string{"diagnose", "--fail-on", "critical", "--format", "json"}, example("healthy")...), 0, ""},
-		{"no source", []string{"diagnose"}, 2, "nothing to read"},
-		{"bad flag", []string{"diagnose", "--nope"}, 2, "unknown flag"},
-		{"missing file", []string{"diagnose", "--snapshot", filepath.Join(dir, "none.prom")}, 2, "cannot read snapshot"},
-		{"html file", []string{"diagnose", "--snapshot", html}, 2, "HTML page"},
-		{"truncated file", []string{"diagnose", "--snapshot", cut}, 2, "malformed exposition"},
-		{"unreachable server", []string{"diagnose", "--vllm", "127.0.0.1:1", "--duration", "0s"}, 2, "connection refused"},
-		{"bad format", []string{"diagnose", "--format", "xml", "--snapshot", html}, 2, "--format"},
-		{"bad fail-on", []string{"diagnose", "--fail-on", "fatal", "--snapshot", html}, 2, "unknown severity"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, _, errOut := runCLI(t, c.args...)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d (stderr %q)", code, c.code, errOut)
-			}
-			if c.want != "" && (!strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0) {
-				t.Fatalf("stderr %q, want one line containing %q", errOut, c.want)
-			}
-		})
-	}
-}
-
-func TestConfigOverridesAndSuppressions(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "llmdoctor.yaml")
-	os.WriteFile(cfg, []byte(`rules:
-  queue/batch-full: {enabled: false}
-  tail/under-load: {severity: info}
-suppress:
-  - rule: queue/ttft-dominated
-    reason: known, capacity request filed
-    until: 2999-01-01
-`), 0o644)
-	d := diagnoseJSON(t, append([]string{"--config", cfg}, example("queueing")...)...)
-	for _, f := range d.Targets[0].Findings {
-		switch f.Rule {
-		case "queue/batch-full", "queue/ttft-dominated":
-			t.Errorf("%s should be disabled or suppressed", f.Rule)
-		case "tail/under-load":
-			if f.Severity != "info" {
-				t.Errorf("severity override ignored: %s", f.Severity)
-			}
-		}
-	}
-	os.WriteFile(cfg, []byte("rules:\n  queue/nope: {enabled: false}\n"), 0o644)
-	code, _, errOut := runCLI(t, append([]string{"diagnose", "--config", cfg}, example("queueing")...)...)
-	if code != 2 || !strings.Contains(errOut, "no such rule") {
-		t.Fatalf("unknown rule in config: exit %d %q", code, errOut)
-	}
-	os.WriteFile(cfg, []byte("suppress:\n  - rule: queue/batch-full\n"), 0o644)
-	code, _, errOut = runCLI(t, append([]string{"diagnose", "--config", cfg}, example("queueing")...)...)
-	if code != 2 || !strings.Contains(errOut, "needs a reason") {
-		t.Fatalf("suppression without reason: exit %d %q", code, errOut)
-	}
-}
-
-func TestSeveralOutputsInOneRun(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "d.json")
-	code, out, _ := runCLI(t, append([]string{"diagnose", "--color", "never", "--output", "json=" + p}, example("prefill")...)...)
-	data, err := os.ReadFile(p)
-	if code != 0 || err != nil || !bytes.Contains(data, []byte(`"bottleneck": "prefill"`)) || !strings.Contains(out, "VERDICT prefill") {
-		t.Fatalf("exit %d err %v", code, err)
-	}
-}
-
-func TestUserRulesLintAndTest(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "team", "slow-ttft.tests"), 0o755)
-	os.WriteFile(filepath.Join(dir, "team", "slow-ttft.yaml"), []byte(`id: team/slow-ttft
-title: TTFT p99 above our SLO
-layer: stage
-bottleneck: queueing
-severity: warning
-params: {slo: 2}
-thresholds: {slo: "our contract with the chat team"}
-when: stage.ttft.p99 > params.slo
-says: "p99 TTFT {{dur .stage.ttft.p99}} is above {{dur .params.slo}}"
-`), 0o644)
-	os.WriteFile(filepath.Join(dir, "team", "slow-ttft.tests", "fired.yaml"), []byte("evidence:\n  stage.ttft: {count: 100, p99: 3}\nmessage: [\"3.00s\"]\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "team", "slow-ttft.tests", "quiet.yaml"), []byte("evidence:\n  stage.ttft: {count: 100, p99: 1}\n"), 0o644)
-	if code, out, errOut := runCLI(t, "rules", "lint", dir); code != 0 {
-		t.Fatalf("lint: %d %s %s", code, out, errOut)
-	}
-	code, out, _ := runCLI(t, "rules", "test", dir)
-	if code != 0 || !strings.Contains(out, "2 passed, 0 failed") {
-		t.Fatalf("rules test: %d %s", code, out)
-	}
-	os.WriteFile(filepath.Join(dir, "team", "broken.yaml"), []byte("id: team/broken\ntitle: t\nlayer: stage\nbottleneck: queueing\nseverity: warning\nwhen: stage.nope > 1\nsays: x\n"), 0o644)
-	code, _, errOut := runCLI(t, "rules", "lint", dir)
-	if code != 1 || !strings.Contains(errOut, "broken.yaml:6: rule team/broken") {
-		t.Fatalf("lint of a broken rule: %d %q", code, errOut)
-	}
-}
-
 // The example snapshots are what the generator writes.
 func TestExamplesAreFresh(t *testing.T) {
+	t.Parallel()
 	for rel, want := range expogen.Files() {
 		got, err := os.ReadFile(filepath.Join("..", "..", "examples", rel))
 		if err != nil || string(got) != want {
@@ -293,28 +204,12 @@ func TestExamplesAreFresh(t *testing.T) {
 	}
 }
 
-// A model size from the config gives the decode floor for a model the
-// presets do not know.
-func TestConfigModelWeightBytes(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "llmdoctor.yaml")
-	os.WriteFile(cfg, []byte("models:\n  Qwen/Qwen3-30B-A3B: {weight_bytes: 61e9}\n"), 0o644)
-	code, out, errOut := runCLI(t, "demo", "--scenario", "moe-bandwidth", "--format", "json", "--config", cfg)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	if strings.Contains(out, `"rule": "gpu/decode-floor"`) && strings.Contains(out, `"missing": [`+"\n"+`            "stage.decode_floor"`) {
-		t.Fatal("decode floor still missing with a configured model size")
-	}
-	if !strings.Contains(out, `"decode_floor"`) || !strings.Contains(out, `"weight_bytes": 61000000000`) {
-		t.Fatalf("no decode floor in the evidence:\n%s", out[:min(len(out), 2000)])
-	}
-}
-
 // From periodic stats lines alone: a full KV cache with waiting requests is
 // kv-capacity; a long queue with room in the cache and prompts dwarfing
 // generation is queueing or prefill, never KV. V0 and V1 forms, and a log of
 // three lines, whose thinness the report states.
 func TestLogVerdicts(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "collectors", "logs", "testdata")
 	for _, c := range []struct {
 		file string
@@ -327,6 +222,7 @@ func TestLogVerdicts(t *testing.T) {
 		{"v0-prefill-queue.log", []string{"queueing", "prefill"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
+			t.Parallel()
 			code, out, errOut := runCLI(t, "diagnose", "--format", "json", "--log", filepath.Join(dir, c.file))
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)

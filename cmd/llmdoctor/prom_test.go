@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,16 +48,30 @@ type promFixture struct {
 // for a 15-minute window, so gauge samples and query steps coincide.
 const fixtureStep = 15 * time.Second
 
-var sharedProm *promFixture
+// sharedProm is the Prometheus backfilledProm starts, under sharedPromMu;
+// sharedPromFailed says an earlier test failed to start it.
+var (
+	sharedPromMu     sync.Mutex
+	sharedProm       *promFixture
+	sharedPromFailed bool
+)
 
 // backfilledProm writes every scenario an hour apart into one TSDB, with its
 // snapshots beside it, and starts Prometheus over it (once per test binary).
+// Tests that run in parallel may call it: the first starts it, the others
+// wait for it.
 func backfilledProm(t *testing.T) *promFixture {
 	t.Helper()
+	promtest.Need(t)
+	sharedPromMu.Lock()
+	defer sharedPromMu.Unlock() // also when t.Fatal ends the test below
 	if sharedProm != nil {
 		return sharedProm
 	}
-	promtest.Need(t)
+	if sharedPromFailed {
+		t.Fatal("the shared Prometheus could not be started (see the first test that asked for it)")
+	}
+	sharedPromFailed = true // until it has started
 	dir, err := os.MkdirTemp("", "llmdoctor-prom")
 	if err != nil {
 		t.Fatal(err)
@@ -115,17 +130,20 @@ func backfilledProm(t *testing.T) *promFixture {
 		t.Fatal(err)
 	}
 	fx.server, fx.url = srv, srv.URL
-	sharedProm = fx
+	sharedProm, sharedPromFailed = fx, false
 	return fx
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
+// stopSharedProm stops the Prometheus backfilledProm started, if any, and
+// removes its files (TestMain calls it when every test has run).
+func stopSharedProm() {
+	sharedPromMu.Lock()
+	defer sharedPromMu.Unlock()
 	if sharedProm != nil {
 		sharedProm.server.Stop()
 		os.RemoveAll(sharedProm.dir)
+		sharedProm = nil
 	}
-	os.Exit(code)
 }
 
 type evidenceJSON struct {
@@ -150,6 +168,7 @@ func num(m map[string]any, path ...string) float64 { return evidenceNumber(m, st
 // the same verdict from the same simulated window, the target named as
 // SGLang's, and no more queries than for vLLM.
 func TestPromReadsSGLang(t *testing.T) {
+	t.Parallel()
 	fx := backfilledProm(t)
 	type target struct {
 		Target struct {
@@ -181,6 +200,7 @@ func TestPromReadsSGLang(t *testing.T) {
 // --prom and --snapshot agree on the same data: same verdict, same counts,
 // quantiles within interpolation tolerance.
 func TestPromMatchesSnapshots(t *testing.T) {
+	t.Parallel()
 	fx := backfilledProm(t)
 	for _, name := range promScenarios {
 		t.Run(name, func(t *testing.T) {
@@ -231,6 +251,7 @@ func contains(l []string, s string) bool {
 }
 
 func TestPromFailuresExit2WithOneLine(t *testing.T) {
+	t.Parallel()
 	closed := httptest.NewServer(http.NotFoundHandler())
 	down := closed.URL
 	closed.Close()
@@ -255,6 +276,7 @@ func TestPromFailuresExit2WithOneLine(t *testing.T) {
 // Without DCGM series the GPU rules are named as skipped, with how to add
 // DCGM, and the verdict stands.
 func TestMissingDCGMIsNamedNotAVerdict(t *testing.T) {
+	t.Parallel()
 	fx := backfilledProm(t)
 	end := strconv.FormatInt(fx.ends["moe-bandwidth"].Unix(), 10)
 	// DCGM series carry no engine label, so this selector leaves them out.
@@ -346,6 +368,7 @@ func fleetWindow(tb testing.TB, dir string) (om, end string) {
 // The number of queries does not grow with the number of instances, and a
 // fleet of identical replicas is diagnosed like one of them.
 func TestQueryCountIndependentOfInstances(t *testing.T) {
+	t.Parallel()
 	promtest.Need(t)
 	dir := t.TempDir()
 	om, end := fleetWindow(t, dir)

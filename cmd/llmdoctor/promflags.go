@@ -20,6 +20,8 @@ type promFlags struct {
 	insecure                       bool
 	headers                        []string
 	parallel                       int
+	// in is the run's standard input, for --prom-token-file -.
+	in *input
 }
 
 func (p *promFlags) add(f *pflag.FlagSet) {
@@ -58,7 +60,7 @@ func (p *promFlags) connection() (prom.Connection, error) {
 		Insecure: p.insecure, Timeout: p.timeout, Headers: map[string]string{}}
 	c.BearerToken = strings.TrimSpace(os.Getenv("LLMDOCTOR_PROM_TOKEN"))
 	if p.tokenFile != "" {
-		b, err := readInput(p.tokenFile)
+		b, err := p.in.read(p.tokenFile)
 		if err != nil {
 			return c, fmt.Errorf("--prom-token-file: %v", err)
 		}

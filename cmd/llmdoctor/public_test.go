@@ -57,6 +57,7 @@ func publicDiagnose(t *testing.T, name string) (code int, d publicDiagnosis, tex
 }
 
 func TestPublicExpositions(t *testing.T) {
+	t.Parallel()
 	type num struct {
 		path      string
 		want, tol float64
@@ -183,6 +184,7 @@ func TestPublicExpositions(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimSuffix(c.file, ".prom"), func(t *testing.T) {
+			t.Parallel()
 			code, d, text := publicDiagnose(t, c.file)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, text)
@@ -241,6 +243,7 @@ func TestPublicExpositions(t *testing.T) {
 // check should withhold TTFT (a count mismatch against the finish-time
 // histograms, with nothing in flight to explain it) and keep end-to-end.
 func TestPublicAbandonedRequestsWithholdTTFTNotE2E(t *testing.T) {
+	t.Parallel()
 	_, d, text := publicDiagnose(t, "qwen3-0.6b-v0.10-cpu.prom")
 	tg := d.Targets[0]
 	// The map keeps the parts that agree, without shares of a withheld TTFT.
@@ -269,6 +272,7 @@ func TestPublicAbandonedRequestsWithholdTTFTNotE2E(t *testing.T) {
 // Prometheus ingests such samples as untyped series and histogram_quantile
 // still works on them; llmdoctor says "No vLLM metrics found".
 func TestPublicUntypedHistogramIsRead(t *testing.T) {
+	t.Parallel()
 	_, d, text := publicDiagnose(t, "llama-3-70b-v0.5.3-ttft-untyped.prom")
 	if strings.Contains(text, "No vLLM metrics found") || len(d.Targets) != 1 {
 		t.Fatalf("%d targets; report:\n%s", len(d.Targets), text)
@@ -287,6 +291,7 @@ func TestPublicUntypedHistogramIsRead(t *testing.T) {
 // which reads as "no requests"; at least 208 were observed, and without a
 // _count the count is unknown.
 func TestPublicTruncatedHistogramCountIsNotZero(t *testing.T) {
+	t.Parallel()
 	_, d, _ := publicDiagnose(t, "hermes-70b-v0.5.1-ttft-truncated.prom")
 	if got := evidenceNumber(d.Targets[0].Evidence, "stage.ttft.count"); got == 0 {
 		t.Errorf("stage.ttft.count = 0; the buckets hold 208 observations")

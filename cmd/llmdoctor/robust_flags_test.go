@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -11,22 +14,23 @@ import (
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 )
 
-// withStdin makes data the process's standard input for the test.
-func withStdin(t *testing.T, data []byte) {
+// execCLI runs the llmdoctor command as its own process (testscript.Main
+// puts it on PATH, see script_test.go), with stdin as the process's own
+// standard input: what --snapshot - reads.
+func execCLI(t *testing.T, stdin []byte, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "stdin")
-	if err != nil {
+	var out, errOut bytes.Buffer
+	cmd := exec.Command("llmdoctor", args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
 		t.Fatal(err)
 	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Seek(0, 0); err != nil {
-		t.Fatal(err)
-	}
-	old := os.Stdin
-	os.Stdin = f
-	t.Cleanup(func() { os.Stdin = old; f.Close() })
+	return code, out.String(), errOut.String()
 }
 
 func readFixture(t *testing.T, path ...string) []byte {
@@ -38,10 +42,18 @@ func readFixture(t *testing.T, path ...string) []byte {
 	return b
 }
 
-// sourcePaths runs diagnose --format json and returns the sources' paths.
-func sourcePaths(t *testing.T, args ...string) []string {
+// sourcePaths runs diagnose --format json with stdin as standard input and
+// returns the sources' paths.
+func sourcePaths(t *testing.T, stdin []byte, args ...string) []string {
 	t.Helper()
-	code, out, errOut := runCLI(t, append([]string{"diagnose", "--format", "json"}, args...)...)
+	code, out, errOut := runCLIIn(t, stdin, append([]string{"diagnose", "--format", "json"}, args...)...)
+	return sourcePathsOf(t, code, out, errOut)
+}
+
+// sourcePathsOf checks a diagnose --format json run and returns its
+// sources' paths.
+func sourcePathsOf(t *testing.T, code int, out, errOut string) []string {
+	t.Helper()
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -62,7 +74,13 @@ func sourcePaths(t *testing.T, args ...string) []string {
 // refusedOneLine checks a run exits 2 with one stderr line containing want.
 func refusedOneLine(t *testing.T, want string, args ...string) {
 	t.Helper()
-	code, out, errOut := runCLI(t, args...)
+	refusedOneLineIn(t, nil, want, args...)
+}
+
+// refusedOneLineIn is refusedOneLine with stdin as standard input.
+func refusedOneLineIn(t *testing.T, stdin []byte, want string, args ...string) {
+	t.Helper()
+	code, out, errOut := runCLIIn(t, stdin, args...)
 	if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, want) || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, out, errOut, want)
 	}
@@ -100,44 +118,46 @@ func init() {
 		robustCase{Area: "flags", Input: "--snapshot - with an exposition piped in",
 			Want: "read from standard input as one snapshot (totals since the server started)",
 			Test: func(t *testing.T) {
-				withStdin(t, queueing(t, "end.prom"))
-				if p := sourcePaths(t, "--snapshot", "-"); len(p) != 1 {
+				// A snapshot is read from the process's own standard input.
+				code, out, errOut := execCLI(t, queueing(t, "end.prom"), "diagnose", "--format", "json", "--snapshot", "-")
+				if p := sourcePathsOf(t, code, out, errOut); len(p) != 1 {
 					t.Fatalf("sources %q", p)
 				}
 			}},
 		robustCase{Area: "flags", Input: "--bench - with vllm bench serve JSON piped in",
 			Want: `read from standard input; the source is named "stdin"`,
 			Test: func(t *testing.T) {
-				withStdin(t, readFixture(t, benchFile("bench-detailed.json")))
-				if p := sourcePaths(t, "--bench", "-"); len(p) != 1 || p[0] != "bench:stdin" {
+				if p := sourcePaths(t, readFixture(t, benchFile("bench-detailed.json")), "--bench", "-"); len(p) != 1 || p[0] != "bench:stdin" {
 					t.Fatalf("sources %q", p)
 				}
 			}},
 		robustCase{Area: "flags", Input: "--requests - with per-request JSONL piped in",
 			Want: `read from standard input; the source is named "stdin"`,
 			Test: func(t *testing.T) {
-				withStdin(t, readFixture(t, benchFile("requests.jsonl")))
-				if p := sourcePaths(t, "--requests", "-"); len(p) != 1 || p[0] != "requests:stdin" {
+				if p := sourcePaths(t, readFixture(t, benchFile("requests.jsonl")), "--requests", "-"); len(p) != 1 || p[0] != "requests:stdin" {
 					t.Fatalf("sources %q", p)
 				}
 			}},
 		robustCase{Area: "flags", Input: "--config - with llmdoctor.yaml piped in",
 			Want: `the configuration is read from standard input, and its errors name "stdin"`,
 			Test: func(t *testing.T) {
-				withStdin(t, []byte("rules:\n  queue/ttft-dominated: {enabled: false}\n"))
-				for _, f := range diagnoseJSON(t, append([]string{"--config", "-"}, example("queueing")...)...).Targets[0].Findings {
+				code, out, errOut := runCLIIn(t, []byte("rules:\n  queue/ttft-dominated: {enabled: false}\n"),
+					append([]string{"diagnose", "--format", "json", "--config", "-"}, example("queueing")...)...)
+				var d diagnosisView
+				if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || len(d.Targets) != 1 {
+					t.Fatalf("exit %d, %v: %s", code, err, errOut)
+				}
+				for _, f := range d.Targets[0].Findings {
 					if f.Rule == "queue/ttft-dominated" {
 						t.Fatal("the rule disabled on stdin fired")
 					}
 				}
-				withStdin(t, []byte("rules:\n  queue/nope: {enabled: false}\n"))
-				refusedOneLine(t, "stdin:", append([]string{"diagnose", "--config", "-"}, example("queueing")...)...)
+				refusedOneLineIn(t, []byte("rules:\n  queue/nope: {enabled: false}\n"), "stdin:", append([]string{"diagnose", "--config", "-"}, example("queueing")...)...)
 			}},
 		robustCase{Area: "flags", Input: "--prom-token-file - with the token piped in",
 			Want: "the token is read from standard input once and used for every query; it never appears in output",
 			Test: func(t *testing.T) {
-				withStdin(t, []byte("s3cret-token\n"))
-				p := promFlags{url: "http://prometheus:9090", tokenFile: "-"}
+				p := promFlags{url: "http://prometheus:9090", tokenFile: "-", in: newInput(strings.NewReader("s3cret-token\n"))}
 				for i := 0; i < 2; i++ { // read to mask and read to send: the same token
 					c, err := p.connection()
 					if err != nil || c.BearerToken != "s3cret-token" {
@@ -156,16 +176,14 @@ func init() {
 				if err != nil {
 					t.Fatal(err)
 				}
-				withStdin(t, y)
-				if code, out, errOut := runCLI(t, "demo", "--scenario", "-", "--format", "json"); code != 0 || !strings.Contains(out, `"targets"`) {
+				if code, out, errOut := runCLIIn(t, y, "demo", "--scenario", "-", "--format", "json"); code != 0 || !strings.Contains(out, `"targets"`) {
 					t.Fatalf("exit %d: %s %s", code, errOut, out)
 				}
 			}},
 		robustCase{Area: "flags", Input: "two flags reading stdin (--snapshot - --bench -)",
 			Want: "refused before anything is read, exit 2, one line naming both flags",
 			Test: func(t *testing.T) {
-				withStdin(t, queueing(t, "end.prom"))
-				refusedOneLine(t, "--snapshot and --bench both read standard input", "diagnose", "--snapshot", "-", "--bench", "-")
+				refusedOneLineIn(t, queueing(t, "end.prom"), "--snapshot and --bench both read standard input", "diagnose", "--snapshot", "-", "--bench", "-")
 				refusedOneLine(t, "--config and --requests both read standard input", "checklist", "--config", "-", "--requests", "-")
 				refusedOneLine(t, "--config and --scenario both read standard input", "demo", "--config", "-", "--scenario", "-")
 			}},

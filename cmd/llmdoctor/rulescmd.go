@@ -121,7 +121,7 @@ func newRulesCmd() *cobra.Command {
 			return nil
 		}}
 
-	show := &cobra.Command{Use: "show ID", Short: "Show one rule and its documentation", Args: cobra.ExactArgs(1),
+	show := &cobra.Command{Use: "show ID", Short: "Show one rule and its documentation", Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set, _, err := loadRules("-", dirs)
 			if err != nil {
@@ -141,7 +141,7 @@ func newRulesCmd() *cobra.Command {
 			return err
 		}}
 
-	lint := &cobra.Command{Use: "lint DIR", Short: "Load and compile the rule files in DIR, reporting every error", Args: cobra.ExactArgs(1),
+	lint := &cobra.Command{Use: "lint DIR", Short: "Load and compile the rule files in DIR, reporting every error", Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rs, err := rules.LoadFS(os.DirFS(args[0]), ".", false)
 			if err != nil {
@@ -158,7 +158,7 @@ func newRulesCmd() *cobra.Command {
 			return nil
 		}}
 
-	test := &cobra.Command{Use: "test [DIR]", Short: "Run rule fixtures (fired, quiet, insufficient cases per rule)", Args: cobra.MaximumNArgs(1),
+	test := &cobra.Command{Use: "test [DIR]", Short: "Run rule fixtures (fired, quiet, insufficient cases per rule)", Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var results []rules.TestResult
 			file := func(r *rules.Rule) string { return r.File }
@@ -207,7 +207,7 @@ func newRulesCmd() *cobra.Command {
 		}}
 	test.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the cases that pass")
 
-	docs := &cobra.Command{Use: "docs DIR", Short: "Write the rule catalogue and one page per rule into DIR", Args: cobra.ExactArgs(1),
+	docs := &cobra.Command{Use: "docs DIR", Short: "Write the rule catalogue and one page per rule into DIR", Args: exactArgs(1),
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set, _, err := loadRules("-", nil)
@@ -255,4 +255,24 @@ func fixtureFailure(r rules.TestResult) string {
 		msg += ": the evidence lacks " + strings.Join(parts, ", ")
 	}
 	return msg
+}
+
+// exactArgs and maxArgs word a wrong argument count as the other usage
+// errors are: one line that names the usage and points at --help.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("usage: %s (see %s --help)", c.UseLine(), c.CommandPath())
+		}
+		return nil
+	}
+}
+
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usageErr("usage: %s (see %s --help)", c.UseLine(), c.CommandPath())
+		}
+		return nil
+	}
 }

@@ -13,6 +13,7 @@ import (
 // Every scenario, diagnosed end to end over HTTP, gets its expected verdict;
 // the healthy one has no critical finding; docs/scenarios.md is current.
 func TestScenarioSuite(t *testing.T) {
+	t.Parallel()
 	set, cfg, err := loadRules("-", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +63,7 @@ var sglangLacks = []string{"stage.tpot", "cond.max_tokens", "service.length_shar
 // with vLLM's: the rules are engine-neutral and the seam maps both. Gaps are
 // only where SGLang has no such metric, and say so in SGLang's terms.
 func TestScenarioSuiteOnSGLangNames(t *testing.T) {
+	t.Parallel()
 	set, cfg, err := loadRules("-", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -108,30 +110,6 @@ func TestScenarioSuiteOnSGLangNames(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// The README's main command: the default demo scenario.
-func TestDemoDefaultCitesQueueShareAndWaiting(t *testing.T) {
-	code, out, errOut := runCLI(t, "demo", "--color", "never")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	for _, want := range []string{"VERDICT queueing", "of mean TTFT", "requests were waiting", "scrape http://127.0.0.1:"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("demo output lacks %q", want)
-		}
-	}
-}
-
-func TestDemoListAndBadScenario(t *testing.T) {
-	code, out, _ := runCLI(t, "demo", "--list")
-	if code != 0 || !strings.Contains(out, "moe-bandwidth") || !strings.Contains(out, "expect memory-bandwidth") {
-		t.Fatalf("list: %d %s", code, out)
-	}
-	code, _, errOut := runCLI(t, "demo", "--scenario", "nope")
-	if code != 2 || !strings.Contains(errOut, "no scenario \"nope\"") {
-		t.Fatalf("bad scenario: %d %q", code, errOut)
 	}
 }
 

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/rules"
@@ -67,30 +69,46 @@ func (o *diagnoseOpts) stdinUses() error {
 	)
 }
 
-// stdinRead holds standard input once read, for the process's current
-// os.Stdin, so that a flag read twice (the bearer token: once to know what
-// to mask, once to send) sees it both times.
-var stdinRead struct {
-	from *os.File
+// input is standard input for one run: what "-" reads. A flag whose file
+// is read whole (the config, the bearer token, a scenario) reads it through
+// read, once per run, so that a flag read twice (the bearer token: once to
+// know what to mask, once to send) sees it both times. The pipeline streams
+// it instead (Sources.Stdin): oneStdin has made sure only one flag asks.
+// (A snapshot "-" is the one exception: collectors/scrape reads it from the
+// process's own os.Stdin, so in-process runs with another reader have it
+// refused by the pipeline.)
+type input struct {
+	r    io.Reader
+	once sync.Once
 	data []byte
 	err  error
 }
 
-// readInput reads a small file whole, or standard input for "-".
-func readInput(path string) ([]byte, error) {
+func newInput(r io.Reader) *input { return &input{r: r} }
+
+// reader is the stream itself, for the pipeline; nil when the run has none.
+func (in *input) reader() io.Reader {
+	if in == nil {
+		return nil
+	}
+	return in.r
+}
+
+// read reads a small file whole, or standard input for "-".
+func (in *input) read(path string) ([]byte, error) {
 	if path != "-" {
 		return os.ReadFile(path)
 	}
-	if stdinRead.from != os.Stdin {
-		stdinRead.from = os.Stdin
-		stdinRead.data, stdinRead.err = io.ReadAll(os.Stdin)
+	if in == nil || in.r == nil {
+		return nil, errors.New("no standard input")
 	}
-	return stdinRead.data, stdinRead.err
+	in.once.Do(func() { in.data, in.err = io.ReadAll(in.r) })
+	return in.data, in.err
 }
 
 // loadRulesFlag is loadRules for a user's --config, where "-" reads the
 // configuration from standard input (loadRules takes "-" as no config).
-func loadRulesFlag(configPath string, dirs []string) (*rules.Set, *rules.Config, error) {
+func loadRulesFlag(in *input, configPath string, dirs []string) (*rules.Set, *rules.Config, error) {
 	if configPath != "-" {
 		return loadRules(configPath, dirs)
 	}
@@ -98,7 +116,7 @@ func loadRulesFlag(configPath string, dirs []string) (*rules.Set, *rules.Config,
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := readInput("-")
+	data, err := in.read("-")
 	if err != nil {
 		return nil, nil, &exitError{2, fmt.Sprintf("--config -: %v", err)}
 	}
@@ -114,11 +132,11 @@ func loadRulesFlag(configPath string, dirs []string) (*rules.Set, *rules.Config,
 
 // loadScenario is sim.Load, with "-" reading a scenario file from
 // standard input.
-func loadScenario(nameOrFile string) (*sim.Scenario, error) {
+func loadScenario(in *input, nameOrFile string) (*sim.Scenario, error) {
 	if nameOrFile != "-" {
 		return sim.Load(nameOrFile)
 	}
-	data, err := readInput("-")
+	data, err := in.read("-")
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,7 @@ func serveStepped(t *testing.T, sc *sim.Scenario) string {
 // instants: Offline's points, the step server's fixed grid from the warm-up
 // on, and range queries at --step 15s ending at the last point.
 func TestTransportsAgree(t *testing.T) {
+	t.Parallel()
 	fx := backfilledProm(t)
 	for _, name := range promScenarios {
 		t.Run(name, func(t *testing.T) {

@@ -53,6 +53,7 @@ func verdictOf(t *testing.T, args ...string) verdictJSON {
 // verdict is prefill through snapshots and through Prometheus alike; the
 // queueing symptom is capped, the low hit rate a lead beside the verdict.
 func TestLongContextVerdictIsPrefillOnEveryTransport(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, d verdictJSON) {
 		tg := d.Targets[0]
 		if tg.Primary.Bottleneck != "prefill" || tg.Primary.Rule != "prefill/ttft-dominated" ||
@@ -126,6 +127,7 @@ func promOverSnapshots(t *testing.T, dir string, start, end time.Time) string {
 // TTFT is 57 ms with nothing waiting and the KV cache near empty: the missing
 // numbers cannot matter, so the verdict is healthy with its gaps named.
 func TestMissingNumbersBoundedToHealthy(t *testing.T) {
+	t.Parallel()
 	tg := verdictOf(t, example("no-queue-metrics")...).Targets[0]
 	if tg.Primary.Status != "healthy" || tg.Primary.Bottleneck != "none" || len(tg.Primary.Unchecked) != 0 {
 		t.Fatalf("primary %+v", tg.Primary)
@@ -155,6 +157,7 @@ func TestMissingNumbersBoundedToHealthy(t *testing.T) {
 // adds the parts, front is never a negative residual, and the verdict still
 // follows the queue.
 func TestTTFTExcludingQueueIsNamed(t *testing.T) {
+	t.Parallel()
 	tg := verdictOf(t, example("ttft-excludes-queue")...).Targets[0]
 	if len(tg.Inconsistencies) != 1 || tg.Inconsistencies[0].Check != "ttft-excludes-queue" ||
 		!strings.Contains(tg.Inconsistencies[0].Note, "excludes queue wait") {
@@ -188,6 +191,7 @@ func TestTTFTExcludingQueueIsNamed(t *testing.T) {
 // handful of requests: it is refused before any query, so nothing can fire
 // on it, let alone a critical finding.
 func TestOneSecondWindowFiresNothing(t *testing.T) {
+	t.Parallel()
 	fx := backfilledProm(t)
 	end := strconv.FormatInt(fx.ends["queue-bound"].Unix(), 10)
 	for _, step := range []string{"0s", "1s"} {

@@ -232,13 +232,14 @@ func hostPort(u string) string {
 // time between consecutive files; otherwise sample timestamps in the files, or
 // the files' modification times, place them. A file whose series repeat at
 // several timestamps (an OpenMetrics backfill, a recording) is read as the
-// readings it holds, each at its time.
-func Files(paths []string, interval time.Duration) (*window.Window, error) {
+// readings it holds, each at its time. The path "-" reads stdin (nil: the
+// process's standard input).
+func Files(paths []string, interval time.Duration, stdin io.Reader) (*window.Window, error) {
 	snaps := make([]*Snapshot, 0, len(paths))
 	var names []string
 	stamped, byMtime := false, false
 	for _, p := range paths {
-		data, err := readLimited(p)
+		data, err := readLimited(p, stdin)
 		if err != nil {
 			return nil, err
 		}
@@ -322,10 +323,13 @@ func (e *SpacingError) Error() string {
 }
 
 // readLimited reads a snapshot file ("-": standard input) up to maxBody.
-func readLimited(p string) ([]byte, error) {
+func readLimited(p string, stdin io.Reader) ([]byte, error) {
 	var r io.Reader
 	if p == "-" {
-		r = os.Stdin
+		r = stdin
+		if r == nil {
+			r = os.Stdin
+		}
 	} else {
 		f, err := os.Open(p)
 		if err != nil {

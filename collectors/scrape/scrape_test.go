@@ -176,7 +176,7 @@ func TestScrapeOverHTTPMatchesSnapshots(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(dir+"/a.prom", []byte(start), 0o644)
 	os.WriteFile(dir+"/b.prom", []byte(end), 0o644)
-	fw, err := Files([]string{dir + "/a.prom", dir + "/b.prom"}, time.Minute)
+	fw, err := Files([]string{dir + "/a.prom", dir + "/b.prom"}, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestFilesNeedSpacing(t *testing.T) {
 	now := time.Now()
 	os.Chtimes(dir+"/a.prom", now, now)
 	os.Chtimes(dir+"/b.prom", now, now)
-	_, err := Files([]string{dir + "/a.prom", dir + "/b.prom"}, 0)
+	_, err := Files([]string{dir + "/a.prom", dir + "/b.prom"}, 0, nil)
 	var se *SpacingError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "cannot tell how far apart") {
 		t.Fatalf("want a spacing error, got %v", err)

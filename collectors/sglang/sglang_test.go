@@ -31,7 +31,7 @@ func build(t *testing.T, start, end string) []*evidence.Evidence {
 	if err := os.WriteFile(b, []byte(end), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := scrape.Files([]string{a, b}, window*time.Second)
+	w, err := scrape.Files([]string{a, b}, window*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

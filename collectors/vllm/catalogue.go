@@ -149,7 +149,7 @@ var how = map[string]string{
 	"service.length_share":        "vllm:request_success_total{finished_reason=\"length\"}",
 	"service.preemptions":         "vllm:num_preemptions_total",
 	"service.prompt_tps":          "vllm:prompt_tokens_total over a window",
-	"service.request_rate":        "vllm:request_success_total over a window (two snapshots or --duration)",
+	"service.request_rate":        "vllm:request_success_total over a window (two snapshots or a live scrape)",
 	"service.running":             "vllm:num_requests_running",
 	"service.waiting":             "vllm:num_requests_waiting_by_reason{reason=\"capacity\"} when exported, else vllm:num_requests_waiting",
 	"stage.decode":                "vllm:request_decode_time_seconds (V1 engine, vLLM ≥ 0.7.2)",
