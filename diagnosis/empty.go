@@ -9,14 +9,24 @@ import (
 )
 
 // NothingDiagnosed says why the input gave no target: what the sources
-// held instead. It is the error Run and Checklist fail with then.
+// held instead. It is the error Run and Checklist fail with then. With an
+// engine filter, only that engine's families count as its, and sources
+// holding only other engines' families say so.
 func (in *Input) NothingDiagnosed() error {
 	w := in.Window
 	var engineFamilies, gpuFamilies int
 	labels := map[string]bool{}
+	held := map[string]bool{} // engines whose families the sources hold, read or withheld
+	mine := func(name string) bool {
+		e := engine.Of(name)
+		if e != nil {
+			held[e.Name] = true
+		}
+		return e != nil && (in.Engine == "" || e.Name == in.Engine)
+	}
 	add := func(name string, ls ...window.Labels) {
 		switch {
-		case isEngine(name):
+		case mine(name):
 			engineFamilies++
 			for _, l := range ls {
 				for k := range l {
@@ -42,7 +52,9 @@ func (in *Input) NothingDiagnosed() error {
 			add(n)
 		}
 		for n := range w.Withheld {
-			withheld = append(withheld, n)
+			if mine(n) || engine.Of(n) == nil {
+				withheld = append(withheld, n)
+			}
 		}
 		sort.Strings(withheld)
 	}
@@ -50,18 +62,25 @@ func (in *Input) NothingDiagnosed() error {
 	if len(groupBy) == 0 {
 		groupBy = []string{"model_name"}
 	}
+	var others []string
+	if in.Engine != "" && !held[in.Engine] {
+		for n := range held {
+			others = append(others, n)
+		}
+		sort.Strings(others)
+	}
 	switch {
 	case engineFamilies > 0:
-		return &NoTargetError{Why: NoGroupLabel, GroupBy: groupBy, Labels: sortedLabels(labels)}
+		return &NoTargetError{Why: NoGroupLabel, GroupBy: groupBy, Labels: sortedLabels(labels), Engine: in.Engine}
+	case len(others) > 0:
+		return &NoTargetError{Why: OtherEngines, Engine: in.Engine, Held: others}
 	case len(withheld) > 0:
-		return &NoTargetError{Why: AllWithheld, Withheld: withheld}
+		return &NoTargetError{Why: AllWithheld, Withheld: withheld, Engine: in.Engine}
 	case gpuFamilies > 0:
-		return &NoTargetError{Why: GPUOnly}
+		return &NoTargetError{Why: GPUOnly, Engine: in.Engine}
 	}
-	return &NoTargetError{Why: NoEngineMetrics}
+	return &NoTargetError{Why: NoEngineMetrics, Engine: in.Engine}
 }
-
-func isEngine(name string) bool { return engine.Of(name) != nil }
 
 func labelsOf[T any](s []T, f func(T) window.Labels) []window.Labels {
 	out := make([]window.Labels, len(s))

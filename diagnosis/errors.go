@@ -130,6 +130,9 @@ const (
 	GPUOnly
 	// NoEngineMetrics: nothing an engine exposes was read.
 	NoEngineMetrics
+	// OtherEngines: an engine was asked for (Sources.Engine), and the
+	// sources hold only other engines' metrics (Held).
+	OtherEngines
 )
 
 // NoTargetError says why a run found nothing to diagnose. An empty report
@@ -141,18 +144,47 @@ type NoTargetError struct {
 	GroupBy, Labels []string
 	// Withheld are the families withheld (AllWithheld).
 	Withheld []string
+	// Engine is the engine asked for ("": every engine).
+	Engine string
+	// Held names the engines whose metrics the sources hold instead
+	// (OtherEngines).
+	Held []string
+}
+
+// Asked is the title of the engine asked for, or of every registered
+// engine ("SGLang or vLLM") when none was.
+func (e *NoTargetError) Asked() string {
+	if eng, ok := engine.Lookup(e.Engine); ok {
+		return eng.Title
+	}
+	return engine.Titles()
+}
+
+// HeldTitles names the engines whose metrics the sources hold instead
+// (OtherEngines): "SGLang".
+func (e *NoTargetError) HeldTitles() string {
+	var t []string
+	for _, n := range e.Held {
+		if eng, ok := engine.Lookup(n); ok {
+			n = eng.Title
+		}
+		t = append(t, n)
+	}
+	return strings.Join(t, " and ")
 }
 
 func (e *NoTargetError) Error() string {
 	switch e.Why {
 	case NoGroupLabel:
-		return fmt.Sprintf("%s metrics were read, but no series carries %s (labels present: %s): group by one of them", engine.Titles(),
+		return fmt.Sprintf("%s metrics were read, but no series carries %s (labels present: %s): group by one of them", e.Asked(),
 			strings.Join(e.GroupBy, ", "), strings.Join(e.Labels, ", "))
 	case AllWithheld:
-		return fmt.Sprintf("every %s family read was withheld as untrusted (%s): see the notes, or fix the source", engine.Titles(),
+		return fmt.Sprintf("every %s family read was withheld as untrusted (%s): see the notes, or fix the source", e.Asked(),
 			strings.Join(e.Withheld, ", "))
 	case GPUOnly:
 		return "GPU exporter metrics only: add the serving engine's metrics to diagnose"
+	case OtherEngines:
+		return fmt.Sprintf("the sources hold %s metrics, not %s's: read every engine, or ask for %s", e.HeldTitles(), e.Asked(), e.HeldTitles())
 	}
-	return "no " + engine.Titles() + " metrics in the sources: is this a serving engine's /metrics (SGLang needs --enable-metrics), or a Prometheus that scrapes one?"
+	return "no " + e.Asked() + " metrics in the sources: is this a serving engine's /metrics (SGLang needs --enable-metrics), or a Prometheus that scrapes one?"
 }

@@ -88,6 +88,7 @@ var docs = map[string]node{
 	"service.request_rate":           {"req/s", "finished requests per second", "the engine's finished-requests counter over a window (two snapshots or a live scrape)"},
 	"service.errors":                 {"requests", "requests finished with reason error", "the engine's finished-requests counter by finish reason"},
 	"service.aborts":                 {"requests", "requests aborted by the client", "the engine's aborted-requests count"},
+	"service.failed":                 {"requests", "finished requests that errored or were aborted", "the engine's finished-requests counter by finish reason, or its aborted-requests counter"},
 	"service.failed_share":           {"ratio", "share of finished requests that errored or were aborted", "the engine's finished-requests counter by finish reason"},
 	"service.length_share":           {"ratio", "share of finished requests cut off at max_tokens or max_model_len", "the engine's finished-requests counter by finish reason (length)"},
 	"service.prompt_tps":             {"tokens/s", "prompt tokens processed per second (cached included)", "the engine's prompt-tokens counter over a window"},

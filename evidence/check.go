@@ -149,11 +149,14 @@ func decodeFromParts(e *Evidence, e2e, ttft float64) float64 {
 	if !Present(n) || !Present(m) || m <= 0 || e2e < ttft {
 		return math.NaN()
 	}
-	tol := math.Max(2, 0.02*m)
+	// TTFT also counts requests still running, so it may exceed end-to-end
+	// by those; end-to-end counting more than TTFT means requests TTFT left
+	// out, whose times the difference of means would mix in.
+	over := math.Max(2, 0.02*m)
 	if r := sv.Running.Max; Present(r) {
-		tol = math.Max(tol, r) // TTFT also counts requests still running
+		over = math.Max(over, r)
 	}
-	if math.Abs(n-m) > tol {
+	if n-m > over || m-n > math.Max(2, 0.02*m) {
 		return math.NaN()
 	}
 	st.Decode.Mean, st.Decode.Count = e2e-ttft, m
@@ -200,6 +203,16 @@ func countsAgree(e *Evidence) {
 	// requests that got a first token and never finished (clients that gave
 	// up), so it covers another population than every stage time.
 	f, _ := Lookup("stage.ttft.count")
+	// Fewer first tokens than finished requests: the engine left some
+	// requests out of TTFT (SGLang's non-streaming ones), so TTFT cannot be
+	// set against stage times or end-to-end that count them all.
+	if n := e.Values.Get(f); Present(n) && n < ref-tol {
+		if s, ok := e.SourceOf("stage.ttft"); !ok || s.Metric != "requests" {
+			e.AddInconsistency(Inconsistency{Check: "ttft-covers-fewer-requests", Fields: []string{"stage.ttft"},
+				Note: fmt.Sprintf("TTFT counted %.0f requests but %.0f finished: the server left about %.0f out of TTFT (SGLang counts streaming requests only where it labels them), so TTFT covers other requests than the stage times and is withheld",
+					n, ref, ref-n)})
+		}
+	}
 	if n := e.Values.Get(f); Present(n) && n > ref+tol {
 		if s, ok := e.SourceOf("stage.ttft"); !ok || s.Metric != "requests" {
 			e.AddInconsistency(Inconsistency{Check: "ttft-counts-unfinished", Fields: []string{"stage.ttft"},

@@ -205,3 +205,29 @@ func TestRequestFileOfOtherRequests(t *testing.T) {
 		t.Fatalf("checks %q", checks(e))
 	}
 }
+
+// SGLang leaves non-streaming requests out of TTFT: a TTFT that counts fewer
+// requests than finished is another population, withheld rather than set
+// against queue, prefill and end-to-end that count them all, and no decode
+// time is derived from it.
+func TestTTFTCoveringFewerRequestsIsWithheld(t *testing.T) {
+	e := New(Target{Model: "m"})
+	v := &e.Values
+	v.Stage.TTFT = Dist{Count: 600, Mean: 0.292}
+	v.Stage.Queue = Dist{Count: 700, Mean: 0.16}
+	v.Stage.Prefill = Dist{Count: 700, Mean: 0.23}
+	v.Service.E2E = Dist{Count: 700, Mean: 6.57}
+	v.Cond.PromptTokens = Dist{Count: 700, Mean: 500}
+	Check(e)
+	if e.Inconsistent("stage.ttft") == "" {
+		t.Fatal("TTFT of 600 requests beside 700 finished was not withheld")
+	}
+	for _, in := range e.Inconsistencies {
+		if in.Check == "ttft-excludes-queue" || in.Check == "prefill-exceeds-ttft" {
+			t.Errorf("a false %s from comparing two populations", in.Check)
+		}
+	}
+	if Present(v.Stage.Decode.Mean) || Present(v.Stage.Share.Decode) {
+		t.Errorf("decode derived from another population: %v", v.Stage.Decode.Mean)
+	}
+}

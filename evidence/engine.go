@@ -48,19 +48,18 @@ func (e *Evidence) Knob(k string) string {
 }
 
 // DefaultKnobs name each knob a next step may use when the engine is not
-// known (request files alone): the setting in words.
+// known (request files alone): each engine's setting, without parentheses,
+// as steps often put a knob inside their own.
 var DefaultKnobs = map[string]string{
-	"max_num_seqs":                 "the cap on running requests (max-num-seqs in vLLM, max-running-requests in SGLang)",
-	"max_num_batched_tokens":       "the per-step token budget (max-num-batched-tokens in vLLM, chunked-prefill-size in SGLang)",
-	"kv_cache_dtype":               "the KV cache dtype (kv-cache-dtype)",
-	"gpu_memory_utilization":       "the GPU memory fraction (gpu-memory-utilization in vLLM, mem-fraction-static in SGLang)",
-	"max_model_len":                "the context length (max-model-len in vLLM, context-length in SGLang)",
-	"max_num_partial_prefills":     "the number of prompts prefilled at once (vLLM's max-num-partial-prefills)",
-	"max_long_partial_prefills":    "the number of long prompts prefilled at once (vLLM's max-long-partial-prefills)",
-	"long_prefill_token_threshold": "the length above which a prompt counts as long (vLLM's long-prefill-token-threshold)",
-	"enable_prefix_caching":        "prefix caching (enable-prefix-caching in vLLM; SGLang's radix cache)",
-	"enable_chunked_prefill":       "chunked prefill",
-	"api_server_count":             "the number of API server processes (api-server-count in vLLM, tokenizer-worker-num in SGLang)",
+	"max_num_seqs":           "vLLM max-num-seqs / SGLang max-running-requests",
+	"max_num_batched_tokens": "vLLM max-num-batched-tokens / SGLang chunked-prefill-size",
+	"kv_cache_fp8":           "vLLM kv-cache-dtype fp8 / SGLang kv-cache-dtype fp8_e4m3",
+	"gpu_memory_utilization": "vLLM gpu-memory-utilization / SGLang mem-fraction-static",
+	"max_model_len":          "vLLM max-model-len / SGLang context-length",
+	"long_prefill_limits":    "vLLM max-num-partial-prefills, max-long-partial-prefills and long-prefill-token-threshold / a smaller SGLang chunked-prefill-size",
+	"enable_prefix_caching":  "vLLM enable-prefix-caching / SGLang without disable-radix-cache",
+	"mixed_chunked_prefill":  "vLLM enable-chunked-prefill / SGLang enable-mixed-chunk",
+	"api_server_count":       "vLLM api-server-count / SGLang tokenizer-worker-num",
 }
 
 var (

@@ -110,12 +110,15 @@ type Shares struct {
 
 // Service is what users of the service see.
 type Service struct {
-	E2E           Dist    `expr:"e2e"`
-	Finished      float64 `expr:"finished"`
-	RequestRate   float64 `expr:"request_rate"`
-	Errors        float64 `expr:"errors"`
-	Aborts        float64 `expr:"aborts"`
-	FailedShare   float64 `expr:"failed_share"`
+	E2E         Dist    `expr:"e2e"`
+	Finished    float64 `expr:"finished"`
+	RequestRate float64 `expr:"request_rate"`
+	Errors      float64 `expr:"errors"`
+	Aborts      float64 `expr:"aborts"`
+	FailedShare float64 `expr:"failed_share"`
+	// Failed counts the finished requests that errored or were aborted
+	// (aborts alone where the engine has no finish reasons).
+	Failed        float64 `expr:"failed"`
 	LengthShare   float64 `expr:"length_share"`
 	PromptTPS     float64 `expr:"prompt_tps"`
 	GenerationTPS float64 `expr:"generation_tps"`

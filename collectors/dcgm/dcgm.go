@@ -1,15 +1,15 @@
 // Package dcgm knows dcgm-exporter's GPU metric names (before and after the
-// 4.9.0 renames) and attaches GPU evidence to vLLM targets.
+// 4.9.0 renames) and attaches GPU evidence to the serving engines' targets.
 package dcgm
 
 import (
 	"fmt"
-	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"math"
 	"net"
 	"sort"
 	"strings"
 
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/evidence"
 )
@@ -166,12 +166,15 @@ func PeakBandwidth(model string) float64 {
 	return math.NaN()
 }
 
-// Attach adds GPU evidence to targets. With one target every GPU series is
-// its; with several, a GPU joins the target whose pod and namespace labels it
-// shares (grouping by pod puts them on targets), else the target whose
-// instance host matches its Hostname label. peaks overrides the bandwidth
-// table by exact modelName. It returns one note per GPU it could not join
-// and one per GPU model whose bandwidth it does not know.
+// Attach adds GPU evidence to targets. When the window holds one target in
+// all, every GPU series is its; otherwise (several targets, or targets an
+// engine filter left out) a GPU joins the target whose pod and namespace
+// labels it shares (grouping by pod puts them on targets), else the one
+// target serving from its Hostname: the host of the target's instance or of
+// its series' instance labels. A GPU on a host that serves only targets left
+// out is theirs and is skipped. peaks overrides the bandwidth table by exact
+// modelName. It returns one note per GPU it could not join and one per GPU
+// model whose bandwidth it does not know.
 func Attach(w *window.Window, evs []*evidence.Evidence, peaks map[string]float64) []string {
 	if len(evs) == 0 {
 		return nil
@@ -188,16 +191,22 @@ func Attach(w *window.Window, evs []*evidence.Evidence, peaks map[string]float64
 	if len(gpus) == 0 {
 		return nil
 	}
+	hosts, others := servingHosts(w, evs)
+	// One target takes every GPU only when it is the window's only target:
+	// with --engine, another engine's series in the window are targets too,
+	// and their GPUs are not this one's.
+	only := len(evs) == 1 && !othersServed(w, evs)
 	owner := map[string]*evidence.Evidence{}
 	for k, l := range gpus {
-		if len(evs) == 1 {
+		if only {
 			owner[k] = evs[0]
 			continue
 		}
-		if e := join(l, evs); e != nil {
+		e, note := join(l, evs, hosts, others)
+		if e != nil {
 			owner[k] = e
-		} else {
-			notes = append(notes, "GPU "+k+" could not be joined to a vLLM target (no matching pod/namespace or hostname)")
+		} else if note != "" {
+			notes = append(notes, "GPU "+k+" "+note)
 		}
 	}
 	sort.Strings(notes)
@@ -214,6 +223,95 @@ func Attach(w *window.Window, evs []*evidence.Evidence, peaks map[string]float64
 		notes = append(notes, UnknownNote(m))
 	}
 	return notes
+}
+
+// othersServed reports whether the window holds series of a registered
+// engine that serves none of the targets (one an engine filter left out).
+func othersServed(w *window.Window, evs []*evidence.Evidence) bool {
+	built := map[string]bool{}
+	for _, e := range evs {
+		built[e.Target.ServedBy] = true
+	}
+	for _, eng := range engine.Engines() {
+		if !built[eng.Name] && eng.Has(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// servingHosts gives the hosts each target serves from (its instance, its
+// members' instances, the instance labels of its engine's series that match
+// its labels), and the hosts of engine series that belong to no target.
+func servingHosts(w *window.Window, evs []*evidence.Evidence) (map[*evidence.Evidence]map[string]bool, map[string]bool) {
+	hosts := map[*evidence.Evidence]map[string]bool{}
+	add := func(e *evidence.Evidence, inst string) {
+		if h := hostOf(inst); h != "" {
+			hosts[e][h] = true
+		}
+	}
+	for _, e := range evs {
+		hosts[e] = map[string]bool{}
+		add(e, e.Target.Instance)
+		for _, m := range e.Members {
+			add(e, m.Target.Instance)
+		}
+	}
+	others := map[string]bool{}
+	for _, eng := range engine.Engines() {
+		label := "instance"
+		if len(eng.Members) > 0 {
+			label = eng.Members[0]
+		}
+		eachSeries(w, eng, func(l window.Labels) {
+			h := hostOf(l[label])
+			if h == "" {
+				return
+			}
+			claimed := false
+			for _, e := range evs {
+				if e.Target.ServedBy == eng.Name && len(e.Target.Labels) > 0 && window.Matches(window.Labels(e.Target.Labels), l, false) {
+					hosts[e][h] = true
+					claimed = true
+				}
+			}
+			if !claimed {
+				others[h] = true
+			}
+		})
+	}
+	return hosts, others
+}
+
+// eachSeries calls f with the labels of every counter, gauge and histogram
+// series of an engine's families in the window.
+func eachSeries(w *window.Window, eng *engine.Engine, f func(window.Labels)) {
+	for _, m := range eng.Catalogue {
+		for _, n := range m.Names {
+			switch m.Kind {
+			case engine.Counter:
+				for _, c := range w.Counters[n] {
+					f(c.Labels)
+				}
+			case engine.Gauge:
+				for _, g := range w.Gauges[n] {
+					f(g.Labels)
+				}
+			case engine.Histogram:
+				for _, h := range w.Histograms[n] {
+					f(h.Labels)
+				}
+			}
+		}
+	}
+}
+
+// hostOf is an instance's host, lower-cased: "node-a:8000" is "node-a".
+func hostOf(inst string) string {
+	if h, _, err := net.SplitHostPort(inst); err == nil {
+		inst = h
+	}
+	return strings.ToLower(inst)
 }
 
 // UnknownNote says that a GPU model's peak bandwidth is unknown and how to
@@ -241,11 +339,13 @@ func gpuKey(l window.Labels) string {
 	return host + "/" + id + "/" + l["GPU_I_ID"]
 }
 
-func join(l window.Labels, evs []*evidence.Evidence) *evidence.Evidence {
+// join finds the target a GPU belongs to, or says why there is none; a GPU
+// on a host serving only targets left out gives neither.
+func join(l window.Labels, evs []*evidence.Evidence, hosts map[*evidence.Evidence]map[string]bool, others map[string]bool) (*evidence.Evidence, string) {
 	if pod := l["pod"]; pod != "" {
 		for _, e := range evs {
 			if e.Target.Labels["pod"] == pod && e.Target.Labels["namespace"] == l["namespace"] {
-				return e
+				return e, ""
 			}
 		}
 	}
@@ -253,16 +353,24 @@ func join(l window.Labels, evs []*evidence.Evidence) *evidence.Evidence {
 	if host == "" {
 		host = l["hostname"]
 	}
-	for _, e := range evs {
-		inst := e.Target.Instance
-		if h, _, err := net.SplitHostPort(inst); err == nil {
-			inst = h
-		}
-		if host != "" && inst != "" && strings.EqualFold(host, inst) {
-			return e
+	host = hostOf(host)
+	var on []*evidence.Evidence
+	if host != "" {
+		for _, e := range evs {
+			if hosts[e][host] {
+				on = append(on, e)
+			}
 		}
 	}
-	return nil
+	switch {
+	case len(on) == 1 && !others[host]:
+		return on[0], ""
+	case len(on) == 0 && others[host]:
+		return nil, ""
+	case len(on) > 0:
+		return nil, "could not be joined to one target: host " + host + " serves several (group by pod to tell their GPUs apart)"
+	}
+	return nil, "could not be joined to a target (no matching pod/namespace or hostname)"
 }
 
 func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidence.Evidence, peaks map[string]float64, unknown map[string]bool) {

@@ -93,23 +93,24 @@ func (eng *Engine) targets(w *window.Window, group []string) []window.Labels {
 		}
 		seen[sel.Key()] = sel
 	}
+	// Every name, not only the first present: one model may be scraped
+	// directly (sglang:) and another through a gateway (sglang_), and each
+	// target then reads the name its own series carry.
 	for _, m := range eng.Catalogue {
-		name, ok := Present(w, m)
-		if !ok {
-			continue
-		}
-		switch m.Kind {
-		case Counter:
-			for _, s := range w.Counters[name] {
-				add(s.Labels)
-			}
-		case Gauge:
-			for _, s := range w.Gauges[name] {
-				add(s.Labels)
-			}
-		case Histogram:
-			for _, s := range w.Histograms[name] {
-				add(s.Labels)
+		for _, name := range m.Names {
+			switch m.Kind {
+			case Counter:
+				for _, s := range w.Counters[name] {
+					add(s.Labels)
+				}
+			case Gauge:
+				for _, s := range w.Gauges[name] {
+					add(s.Labels)
+				}
+			case Histogram:
+				for _, s := range w.Histograms[name] {
+					add(s.Labels)
+				}
 			}
 		}
 	}
@@ -232,6 +233,15 @@ func (eng *Engine) buildOne(w *window.Window, sel window.Labels, opt Options) *e
 		note := ""
 		if at != stallGap {
 			note = fmt.Sprintf("gaps above %g s, the first bucket bound above 0.5 s", at)
+		}
+		// Counted per token, a step that emits several tokens (speculative
+		// decoding) counts each as a stall: the count is withheld, the
+		// frozen time (each token's share of the gap) stays right.
+		if m, _ := eng.ByKey(StepLatency); m.PerToken {
+			if s := b.series(SpecAcceptLength, "stage.itl_stalls"); evidence.Present(s.Mean) && s.Max > 1.05 {
+				b.e.AddInconsistency(evidence.Inconsistency{Check: "stalls-per-token", Fields: []string{"stage.itl_stalls"},
+					Note: fmt.Sprintf("%s counts gaps once per token and speculative decoding accepted up to %.1f tokens per step: a frozen step counts once per token, so the stall count is withheld (frozen time stays)", name, s.Max)})
+			}
 		}
 		for _, p := range []string{"stage.itl_stalls", "stage.itl_stall_seconds"} {
 			b.e.Cite(p, evidence.Source{Metric: name, From: b.w.From, Note: note})

@@ -54,6 +54,10 @@ type Metric struct {
 	Keep []string
 	// Sentinels are values that mean "no number" (V0's -1 hit rate).
 	Sentinels []float64
+	// PerToken marks an inter-token histogram observed once per token, not
+	// once per step (SGLang divides a chunk's gap over its tokens): with
+	// several tokens per step a frozen step counts several times.
+	PerToken bool
 }
 
 // Ratio reports gauges that are shares (KV usage, hit rates): averaged
@@ -99,6 +103,9 @@ const (
 	// exposes instead (SGLang's max_total_num_tokens and page_size).
 	KVCapacity = "kv_capacity_tokens"
 	PageSize   = "page_size"
+	// SpecAcceptLength is tokens per step under speculative decoding (a
+	// gauge; 0 or absent without it).
+	SpecAcceptLength = "spec_accept_length"
 )
 
 // Engine is one serving engine's catalogue.

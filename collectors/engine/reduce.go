@@ -62,11 +62,13 @@ func (b *builder) sumHist(key string) (buckets []window.Bucket, sum, count float
 	}
 	byLE := map[float64]float64{}
 	found := false
+	var series []window.Histogram
 	for _, h := range b.w.Histograms[name] {
 		if !b.mine(key, h.Labels, false) {
 			continue
 		}
 		found = true
+		series = append(series, h)
 		for _, bk := range h.Buckets {
 			byLE[bk.UpperBound] += bk.Count
 		}
@@ -76,12 +78,45 @@ func (b *builder) sumHist(key string) (buckets []window.Bucket, sum, count float
 	if !found {
 		return nil, 0, 0, ""
 	}
+	common := commonBounds(series)
 	buckets = make([]window.Bucket, 0, len(byLE))
 	for le, c := range byLE {
-		buckets = append(buckets, window.Bucket{UpperBound: le, Count: c})
+		if common[le] {
+			buckets = append(buckets, window.Bucket{UpperBound: le, Count: c})
+		}
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].UpperBound < buckets[j].UpperBound })
 	return buckets, sum, count, name
+}
+
+// commonBounds are the bucket bounds every series with buckets has. Series
+// bucketed differently (a rolling upgrade, a --bucket-* flag on one replica)
+// add up only where both count "at most x": summing at a bound one series
+// lacks would put its observations above x, so the target's quantiles are
+// read from the common bounds alone, coarser but right.
+func commonBounds(series []window.Histogram) map[float64]bool {
+	have := map[float64]int{}
+	n := 0
+	for _, h := range series {
+		if len(h.Buckets) == 0 {
+			continue
+		}
+		n++
+		seen := map[float64]bool{}
+		for _, bk := range h.Buckets {
+			if !seen[bk.UpperBound] {
+				seen[bk.UpperBound] = true
+				have[bk.UpperBound]++
+			}
+		}
+	}
+	out := make(map[float64]bool, len(have))
+	for le, k := range have {
+		if k == n {
+			out[le] = true
+		}
+	}
+	return out
 }
 
 // ttftTrend sums the TTFT histogram step by step over the target's series
@@ -92,8 +127,15 @@ func (b *builder) ttftTrend() {
 		return
 	}
 	var steps []map[float64]float64
+	var series []window.Histogram
 	for _, h := range b.w.Histograms[name] {
-		if !b.mine(TTFT, h.Labels, false) || h.Steps == nil {
+		if b.mine(TTFT, h.Labels, false) {
+			series = append(series, h)
+		}
+	}
+	common := commonBounds(series)
+	for _, h := range series {
+		if h.Steps == nil {
 			continue
 		}
 		if steps == nil {
@@ -107,7 +149,9 @@ func (b *builder) ttftTrend() {
 				steps[i] = map[float64]float64{}
 			}
 			for _, bk := range st {
-				steps[i][bk.UpperBound] += bk.Count
+				if common[bk.UpperBound] {
+					steps[i][bk.UpperBound] += bk.Count
+				}
 			}
 		}
 	}
@@ -266,17 +310,20 @@ func (b *builder) finished(secs float64) {
 	cited := []string{"service.finished", "service.request_rate"}
 	if reason != "" {
 		sv.Errors, sv.Aborts = by["error"], by["abort"]
+		sv.Failed = by["error"] + by["abort"]
 		if total > 0 {
 			sv.FailedShare = (by["error"] + by["abort"]) / total
 			sv.LengthShare = by["length"] / total
 		}
-		cited = append(cited, "service.errors", "service.aborts", "service.failed_share", "service.length_share")
+		cited = append(cited, "service.errors", "service.aborts", "service.failed", "service.failed_share", "service.length_share")
 	} else if aborts, ok := b.counter(RequestAborts, "service.aborts"); ok {
-		// Aborts counted apart: requests that ended either way.
-		sv.Aborts = aborts
-		if done := total + aborts; done > 0 {
-			sv.FailedShare = aborts / done
-			cited = append(cited, "service.failed_share")
+		// Counted apart, but an aborted request also ends through the
+		// finished counter (SGLang's tokenizer sees its last output), so
+		// the share is of the finished count.
+		sv.Aborts, sv.Failed = aborts, aborts
+		if total > 0 {
+			sv.FailedShare = math.Min(1, aborts/total)
+			cited = append(cited, "service.failed", "service.failed_share")
 		}
 	}
 	for _, p := range cited {

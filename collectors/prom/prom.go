@@ -164,15 +164,19 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 	queried := map[string]bool{}
 	for _, eng := range engine.Engines() {
 		for _, m := range eng.Catalogue {
-			name, ok := pick(m, names)
-			if !ok || queried[name] {
-				// One family under two keys (SGLang's prompt tokens are
-				// also its prefix cache's lookups) is read once.
-				continue
+			// Every name present, not only the newest: targets may differ
+			// (one model scraped directly, one through a gateway), and the
+			// builder picks per target.
+			for _, name := range pick(m, names) {
+				if queried[name] {
+					// One family under two keys (SGLang's prompt tokens are
+					// also its prefix cache's lookups) is read once.
+					continue
+				}
+				queried[name] = true
+				haveEngine = true
+				jobs = append(jobs, c.job(w, &mu, m, name, c.copies(eng)))
 			}
-			queried[name] = true
-			haveEngine = true
-			jobs = append(jobs, c.job(w, &mu, m, name, c.copies(eng)))
 		}
 	}
 	if !haveEngine {
@@ -241,7 +245,17 @@ func (c *Collector) job(w *window.Window, mu *sync.Mutex, m engine.Metric, name 
 		}
 	case engine.Gauge:
 		return func(ctx context.Context) error {
-			return c.gauge(ctx, w, mu, name, fmt.Sprintf("sum by (%s) (%s)", keep, once(copies, c.stepSamples(name, matchers(m)...))))
+			// Counts add up across the series a group folds together (gateway
+			// workers); shares average, as the builder does; a page size is
+			// one value.
+			agg := "sum"
+			switch {
+			case m.Ratio():
+				agg = "avg"
+			case m.Key == engine.PageSize:
+				agg = "max"
+			}
+			return c.gauge(ctx, w, mu, name, fmt.Sprintf("%s by (%s) (%s)", agg, keep, once(copies, c.stepSamples(name, matchers(m)...))))
 		}
 	default:
 		return func(ctx context.Context) error {
@@ -319,17 +333,18 @@ func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[str
 	return out, nil
 }
 
-func pick(m engine.Metric, names map[string]bool) (string, bool) {
+func pick(m engine.Metric, names map[string]bool) []string {
+	var out []string
 	for _, n := range m.Names {
 		probe := n
 		if m.Kind == engine.Histogram {
 			probe = n + "_bucket"
 		}
 		if names[probe] {
-			return n, true
+			out = append(out, n)
 		}
 	}
-	return "", false
+	return out
 }
 
 func (c *Collector) histogram(ctx context.Context, w *window.Window, mu *sync.Mutex, name, keep string, match, copies []string) error {

@@ -39,7 +39,7 @@ var Catalogue = []engine.Metric{
 		Match:   []string{"stage", "prefill_forward"},
 		Meaning: "time from the first forward to the end of prefill (all chunks), per request",
 		Obtain:  "SGLang v0.5.4.post2+ with --enable-metrics (per_stage_req_latency_seconds{stage=\"prefill_forward\"})"},
-	{Key: engine.StepLatency, Names: names("inter_token_latency_seconds"), Kind: engine.Histogram, Unit: "s",
+	{Key: engine.StepLatency, Names: names("inter_token_latency_seconds"), Kind: engine.Histogram, Unit: "s", PerToken: true,
 		Meaning: "gap per output token (a chunk's gap divided over its tokens, counted once per token)",
 		Obtain:  "SGLang v0.4.3.post3+ with --enable-metrics"},
 	{Key: engine.E2E, Names: names("e2e_request_latency_seconds"), Kind: engine.Histogram, Unit: "s",
@@ -75,6 +75,9 @@ var Catalogue = []engine.Metric{
 		Obtain:  "start the server with --enable-metrics"},
 	{Key: engine.KVCapacity, Names: names("max_total_num_tokens"), Kind: engine.Gauge, Unit: "tokens",
 		Meaning: "tokens the KV pool holds, per scheduler", Obtain: "SGLang v0.5.6+"},
+	{Key: engine.SpecAcceptLength, Names: names("spec_accept_length"), Kind: engine.Gauge, Unit: "tokens", Match: total,
+		Meaning: "accepted draft tokens plus one per verify step over the last decode window (0 without speculative decoding)",
+		Obtain:  "SGLang v0.4.1.post7+ with --enable-metrics"},
 	{Key: engine.PageSize, Names: names("page_size"), Kind: engine.Gauge, Unit: "tokens",
 		Meaning: "KV cache page size", Obtain: "SGLang v0.5.11+"},
 }
@@ -97,20 +100,28 @@ var Engine = &engine.Engine{
 
 func init() { engine.Register(Engine) }
 
-// knobs are SGLang's flags for the knobs next steps name; "" where SGLang
-// has no such setting.
+// knobs are SGLang's flags for the knobs next steps name (server_args.py in
+// sgl-project/sglang); "" where SGLang has no such setting. A value is a
+// flag, or flags with the value a step needs; never parenthesised, as steps
+// often put a knob inside their own parentheses.
 var knobs = map[string]string{
-	"max_num_seqs":                 "--max-running-requests",
-	"max_num_batched_tokens":       "--chunked-prefill-size (and --max-prefill-tokens)",
-	"kv_cache_dtype":               "--kv-cache-dtype",
-	"gpu_memory_utilization":       "--mem-fraction-static",
-	"max_model_len":                "--context-length",
-	"max_num_partial_prefills":     "",
-	"max_long_partial_prefills":    "",
-	"long_prefill_token_threshold": "",
-	"enable_prefix_caching":        "no --disable-radix-cache",
-	"enable_chunked_prefill":       "--chunked-prefill-size",
-	"api_server_count":             "--tokenizer-worker-num",
+	"max_num_seqs": "--max-running-requests",
+	// The chunk size bounds a prefill batch's tokens; --max-prefill-tokens
+	// seldom binds, its real bound being the larger of it and the context
+	// length.
+	"max_num_batched_tokens": "--chunked-prefill-size",
+	// SGLang has no plain fp8: fp8_e4m3 or fp8_e5m2.
+	"kv_cache_fp8":           "--kv-cache-dtype fp8_e4m3",
+	"gpu_memory_utilization": "--mem-fraction-static",
+	"max_model_len":          "--context-length",
+	// SGLang chunks one prompt at a time (one chunked request per prefill
+	// batch), so what a long prompt holds a step for is the chunk size.
+	"long_prefill_limits":   "a smaller --chunked-prefill-size, as SGLang prefills one long prompt at a time",
+	"enable_prefix_caching": "no --disable-radix-cache",
+	// Chunked prefill is on by default; decodes join prefill batches only
+	// with --enable-mixed-chunk, which vLLM's chunked prefill always does.
+	"mixed_chunked_prefill": "--enable-mixed-chunk",
+	"api_server_count":      "--tokenizer-worker-num",
 }
 
 const enable = "start SGLang with --enable-metrics and scrape /metrics on its HTTP port (default 30000)"
@@ -136,13 +147,14 @@ var how = map[string]string{
 	"stage.inference":             "SGLang exports no inference-time histogram",
 	"stage.itl":                   "sglang:inter_token_latency_seconds (SGLang v0.4.3.post3+)",
 	"stage.tpot":                  "SGLang has no per-request TPOT histogram: give request files (a benchmark result or per-request records)",
-	"stage.itl_stalls":            "sglang:inter_token_latency_seconds buckets: gaps above 0.6 s, its first bucket bound past 0.5 s, so the count errs low",
-	"stage.itl_stall_seconds":     "sglang:inter_token_latency_seconds buckets: gaps above 0.6 s, its first bucket bound past 0.5 s, so the count errs low",
+	"stage.itl_stalls":            "sglang:inter_token_latency_seconds buckets: gaps above 0.6 s, its first bucket bound past 0.5 s; counted once per token, so withheld under speculative decoding",
+	"stage.itl_stall_seconds":     "sglang:inter_token_latency_seconds buckets: gaps above 0.6 s, its first bucket bound past 0.5 s; counted once per token, so withheld under speculative decoding",
 	"service.e2e":                 "sglang:e2e_request_latency_seconds: " + enable,
 	"service.finished":            "sglang:num_requests_total (SGLang v0.4.1.post6+)",
 	"service.request_rate":        "sglang:num_requests_total over a window",
 	"service.errors":              "SGLang has no engine-error counter; sglang:http_responses_total by status code (v0.5.6.post2+) shows failed HTTP requests",
 	"service.aborts":              "sglang:num_aborted_requests_total (SGLang v0.4.7+)",
+	"service.failed":              "sglang:num_aborted_requests_total (SGLang v0.4.7+); SGLang has no engine-error counter",
 	"service.failed_share":        "sglang:num_aborted_requests_total and sglang:num_requests_total",
 	"service.length_share":        "SGLang's request counter has no finish reason: give request files (a benchmark result or per-request records) to see answers cut at max_tokens",
 	"service.prompt_tps":          "sglang:prompt_tokens_total over a window",

@@ -108,19 +108,19 @@ var Engine = &engine.Engine{
 
 func init() { engine.Register(Engine) }
 
-// knobs are vLLM's flags for the knobs next steps name.
+// knobs are vLLM's flags for the knobs next steps name. A value is a flag,
+// or flags with the value a step needs; never parenthesised, as steps often
+// put a knob inside their own parentheses.
 var knobs = map[string]string{
-	"max_num_seqs":                 "--max-num-seqs",
-	"max_num_batched_tokens":       "--max-num-batched-tokens",
-	"kv_cache_dtype":               "--kv-cache-dtype",
-	"gpu_memory_utilization":       "--gpu-memory-utilization",
-	"max_model_len":                "--max-model-len",
-	"max_num_partial_prefills":     "--max-num-partial-prefills",
-	"max_long_partial_prefills":    "--max-long-partial-prefills",
-	"long_prefill_token_threshold": "--long-prefill-token-threshold",
-	"enable_prefix_caching":        "--enable-prefix-caching",
-	"enable_chunked_prefill":       "--enable-chunked-prefill",
-	"api_server_count":             "--api-server-count",
+	"max_num_seqs":           "--max-num-seqs",
+	"max_num_batched_tokens": "--max-num-batched-tokens",
+	"kv_cache_fp8":           "--kv-cache-dtype fp8",
+	"gpu_memory_utilization": "--gpu-memory-utilization",
+	"max_model_len":          "--max-model-len",
+	"long_prefill_limits":    "--max-num-partial-prefills, --max-long-partial-prefills and --long-prefill-token-threshold",
+	"enable_prefix_caching":  "--enable-prefix-caching",
+	"mixed_chunked_prefill":  "--enable-chunked-prefill",
+	"api_server_count":       "--api-server-count",
 }
 
 // how says how a vLLM user obtains each evidence field the engine fills.
@@ -142,6 +142,7 @@ var how = map[string]string{
 	"resource.prefix_queries":     "vllm:prefix_cache_queries_total",
 	"service.aborts":              "vllm:request_success_total{finished_reason=\"abort\"}",
 	"service.errors":              "vllm:request_success_total{finished_reason=\"error\"} (vLLM ≥ 0.13)",
+	"service.failed":              "vllm:request_success_total{finished_reason=~\"error|abort\"}",
 	"service.failed_share":        "vllm:request_success_total by finished_reason",
 	"service.finished":            "vllm:request_success_total",
 	"service.generation_tps":      "vllm:generation_tokens_total over a window",
