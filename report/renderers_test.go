@@ -58,6 +58,13 @@ var wellFormed = map[string]func(t *testing.T, doc Document, out []byte){
 			t.Errorf("junit %s: %d tests, %v:\n%s", doc, s.Tests, err, out)
 		}
 	},
+	"slack": func(t *testing.T, doc Document, out []byte) {
+		var msgs []SlackMessage
+		if err := json.Unmarshal(out, &msgs); err != nil || len(msgs) == 0 {
+			t.Fatalf("slack %s: %d messages, %v:\n%s", doc, len(msgs), err, out)
+		}
+		checkAll(t, "slack "+doc.String(), msgs)
+	},
 }
 
 // Every registered renderer renders the documents it says it renders into
@@ -113,10 +120,10 @@ func TestEveryRendererIsTestedAndDocumented(t *testing.T) {
 
 // Names lists text and json first, and only the renderers of a document.
 func TestNames(t *testing.T) {
-	if got := strings.Join(Names(DiagnosisDoc), ","); got != "text,json" {
+	if got := strings.Join(Names(DiagnosisDoc), ","); got != "text,json,slack" {
 		t.Errorf("diagnosis formats %s", got)
 	}
-	if got := strings.Join(Names(ChecklistDoc), ","); got != "text,json,junit,markdown" {
+	if got := strings.Join(Names(ChecklistDoc), ","); got != "text,json,junit,markdown,slack" {
 		t.Errorf("checklist formats %s", got)
 	}
 	if _, ok := Lookup("junit"); !ok {

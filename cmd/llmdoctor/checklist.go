@@ -37,6 +37,9 @@ func newChecklist() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := o.out.slack.prepare(o.in); err != nil {
+				return err
+			}
 			_, cfg, err := loadRulesFlag(o.in, o.configPath, nil)
 			if err != nil {
 				return err
@@ -65,6 +68,11 @@ func newChecklist() *cobra.Command {
 			if err := o.out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
 				return r.Checklist(w, cl, opt)
 			}); err != nil {
+				return err
+			}
+			// A failed post is exit 2 (could not run); a checklist that
+			// failed and was posted is still exit 1.
+			if err := o.out.postChecklist(cmd.Context(), cmd.ErrOrStderr(), cl); err != nil {
 				return err
 			}
 			if cl.Status != advisor.Pass {

@@ -53,10 +53,14 @@ func newDemo() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := oneStdin(stdinUse{"--config", []string{configPath}}, stdinUse{"--scenario", []string{scenario}}); err != nil {
+			if err := oneStdin(append([]stdinUse{{"--config", []string{configPath}}, {"--scenario", []string{scenario}}},
+				out.slack.stdinUses()...)...); err != nil {
 				return err
 			}
 			in := newInput(cmd.InOrStdin())
+			if err := out.slack.prepare(in); err != nil {
+				return err
+			}
 			set, cfg, err := loadRulesFlag(in, configPath, rulesDirs)
 			if err != nil {
 				return err
@@ -72,9 +76,12 @@ func newDemo() *cobra.Command {
 			if err != nil {
 				return &exitError{2, err.Error()}
 			}
-			return out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
+			if err := out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
 				return r.Diagnosis(w, d, opt)
-			})
+			}); err != nil {
+				return err
+			}
+			return out.postDiagnosis(cmd.Context(), cmd.ErrOrStderr(), d)
 		},
 	}
 	f := c.Flags()

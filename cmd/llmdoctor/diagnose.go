@@ -110,6 +110,9 @@ func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := o.out.slack.prepare(o.in); err != nil {
+		return err
+	}
 	set, cfg, err := loadRulesFlag(o.in, o.configPath, o.rulesDirs)
 	if err != nil {
 		return err
@@ -125,6 +128,9 @@ func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	if err := o.out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
 		return r.Diagnosis(w, d, opt)
 	}); err != nil {
+		return err
+	}
+	if err := o.out.postDiagnosis(cmd.Context(), cmd.ErrOrStderr(), d); err != nil {
 		return err
 	}
 	if failOn > 0 && worst(d) >= failOn {

@@ -14,19 +14,22 @@ import (
 
 // outputFlags are --format, --output and --color, checked against the
 // report package's registry of renderers: the one place a command learns
-// which formats exist.
+// which formats exist. Bare --output slack (no path) posts to Slack, with
+// the flags in slack.
 type outputFlags struct {
 	format  string
 	outputs []string
 	color   string
+	slack   slackFlags
 }
 
 func (o *outputFlags) add(f *pflag.FlagSet, doc report.Document) {
 	f.StringVar(&o.format, "format", "text", "output format on stdout: "+orList(report.Names(doc)))
 	f.StringArrayVar(&o.outputs, "output", nil, "also write FORMAT=PATH, FORMAT one of "+strings.Join(report.Names(doc), ", ")+
-		" (e.g. json="+doc.String()+".json); repeatable")
+		" (e.g. json="+doc.String()+".json); slack alone posts to Slack (docs/slack.md); repeatable")
 	o.color = "auto"
 	f.Var(choice{&o.color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
+	o.slack.add(f)
 }
 
 // orList joins names as "a, b or c".
@@ -56,7 +59,12 @@ func (o *outputFlags) parse(doc report.Document) ([]output, error) {
 		return nil, usageErr("--format %q: want %s", o.format, strings.Join(names, ", "))
 	}
 	outs := []output{{r: r}}
+	o.slack.post = false
 	for _, x := range o.outputs {
+		if x == slackPost {
+			o.slack.post = true
+			continue
+		}
 		name, path, ok := strings.Cut(x, "=")
 		r, known := lookup(name)
 		if !ok || !known || path == "" {
@@ -64,7 +72,13 @@ func (o *outputFlags) parse(doc report.Document) ([]output, error) {
 		}
 		outs = append(outs, output{r, path})
 	}
-	return outs, nil
+	return outs, o.slack.check()
+}
+
+// isTerminal says whether w is a terminal: an *os.File that is one.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // write renders every output: stdout in colour when it is a terminal and
@@ -72,11 +86,7 @@ func (o *outputFlags) parse(doc report.Document) ([]output, error) {
 func (o *outputFlags) write(stdout io.Writer, outs []output, render func(report.Renderer, io.Writer, report.Options) error) error {
 	for _, out := range outs {
 		if out.path == "" {
-			tty := false
-			if f, ok := stdout.(*os.File); ok {
-				tty = isatty.IsTerminal(f.Fd())
-			}
-			if err := render(out.r, stdout, report.Options{Color: o.color, IsTerminal: tty}); err != nil {
+			if err := render(out.r, stdout, report.Options{Color: o.color, IsTerminal: isTerminal(stdout)}); err != nil {
 				return err
 			}
 			continue

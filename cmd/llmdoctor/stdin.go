@@ -59,14 +59,14 @@ func (o *diagnoseOpts) stdinUses() error {
 			return usageErr("%s does not read standard input: give the PEM file's path", f.flag)
 		}
 	}
-	return oneStdin(
-		stdinUse{"--config", []string{o.configPath}},
-		stdinUse{"--prom-token-file", []string{o.prom.tokenFile}},
-		stdinUse{"--snapshot", o.snapshots},
-		stdinUse{"--log", []string{o.logFile}},
-		stdinUse{"--bench", o.benchFiles},
-		stdinUse{"--requests", o.requestFiles},
-	)
+	return oneStdin(append([]stdinUse{
+		{"--config", []string{o.configPath}},
+		{"--prom-token-file", []string{o.prom.tokenFile}},
+		{"--snapshot", o.snapshots},
+		{"--log", []string{o.logFile}},
+		{"--bench", o.benchFiles},
+		{"--requests", o.requestFiles},
+	}, o.out.slack.stdinUses()...)...)
 }
 
 // input is standard input for one run: what "-" reads. A flag whose file
