@@ -48,6 +48,8 @@ var allowed = map[string][]string{
 	// came from nor the flags that chose the destination.
 	"internal/slackpost": {"report", "internal/redact"},
 	"internal/fakeslack": {},
+	// The server: a front end like the CLI, on the same pipeline.
+	"internal/serve": {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "internal/"},
 }
 
 type pkg struct {

@@ -1,0 +1,163 @@
+// Package serve is llmdoctor's long-running server: it diagnoses targets of
+// a Prometheus-compatible source on demand (Alertmanager, Slack) and on a
+// schedule (watch), posts to Slack, and exposes what it found as metrics.
+// Every diagnosis goes through the diagnosis package; nothing here judges.
+package serve
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
+	"github.com/llmdoctor/llmdoctor/internal/slackpost"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+// Config is what a server needs; cmd/llmdoctor fills it from flags or
+// serve.yaml.
+type Config struct {
+	// Listen is the address to serve on (":8080").
+	Listen string
+	// Prom is the source every diagnosis reads; Options.Window is the
+	// default window, Options.End is ignored (each request has its own).
+	Prom diagnosis.PromSource
+	// Rules and RuleConfig judge every diagnosis.
+	Rules      *rules.Set
+	RuleConfig *rules.Config
+	// Slack is where reports are posted; zero: nowhere.
+	Slack slackpost.Destination
+	// ExternalURL is this server's address as users reach it, for links
+	// in Slack messages ("" for none).
+	ExternalURL string
+	// MaxConcurrent bounds diagnoses in flight (default 4); a request
+	// beyond it is answered "busy" at once.
+	MaxConcurrent int
+	// RequestTimeout bounds one diagnosis (default 60s).
+	RequestTimeout time.Duration
+	// Logger logs one line per event (default: discard).
+	Logger *slog.Logger
+	// The parts, each configured in its own file: nil turns it off.
+	Alertmanager *AlertmanagerConfig
+	SlackApp     *SlackAppConfig
+	Watch        *WatchConfig
+}
+
+// Request says what to diagnose: a selector added to every query and the
+// window ending at End (zero: now).
+type Request struct {
+	Selector string
+	Window   time.Duration
+	End      time.Time
+}
+
+// ErrBusy is returned when MaxConcurrent diagnoses are in flight.
+var ErrBusy = errors.New("busy: too many diagnoses in flight, try again shortly")
+
+// Server serves the routes and runs the loops.
+type Server struct {
+	cfg  Config
+	mux  *http.ServeMux
+	sem  chan struct{}
+	log  *slog.Logger
+	wg   sync.WaitGroup // in-flight background work (posts) finished on shutdown
+	now  func() time.Time
+	diag func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error)
+}
+
+// New builds a server; routes of every part are registered here.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 4
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), sem: make(chan struct{}, cfg.MaxConcurrent), log: cfg.Logger, now: time.Now}
+	s.diag = func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error) {
+		return diagnosis.Run(ctx, src, cfg.Rules, cfg.RuleConfig, nil)
+	}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	for _, register := range []func() error{s.registerAPI, s.registerAlertmanager, s.registerSlackApp, s.registerWatch} {
+		if err := register(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Handler is the server's routes.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Diagnose runs one diagnosis within the concurrency limit and the request
+// timeout.
+func (s *Server) Diagnose(ctx context.Context, req Request) (*advisor.Diagnosis, error) {
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	default:
+		return nil, ErrBusy
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	p := s.cfg.Prom
+	p.Options.Selector = joinSelectors(p.Options.Selector, req.Selector)
+	if req.Window > 0 {
+		p.Options.Window = req.Window
+	}
+	p.Options.End = req.End
+	if p.Options.End.IsZero() {
+		p.Options.End = s.now()
+	}
+	return s.diag(ctx, diagnosis.Sources{Prom: &p, GroupBy: p.Options.GroupBy})
+}
+
+func joinSelectors(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "," + b
+}
+
+// Run serves until ctx ends, then shuts down gracefully: the listener
+// closes, in-flight requests and posts finish (bounded by 30s).
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on a listener the caller opened (tests listen on port 0).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+	}
+	return err
+}
