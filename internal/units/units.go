@@ -80,6 +80,9 @@ func Percent(x float64) string {
 		return unknown
 	}
 	p := x * 100
+	if p > 0 && p < 0.05 {
+		return "<0.1%" // not zero, which "0.0%" would read as
+	}
 	if p != 0 && math.Abs(p) < 1 {
 		return strconv.FormatFloat(p, 'f', 1, 64) + "%"
 	}
