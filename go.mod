@@ -18,6 +18,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/valyala/fastjson v1.6.10
+	go.uber.org/goleak v1.3.0
 )
 
 require (

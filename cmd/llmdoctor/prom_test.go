@@ -190,10 +190,11 @@ func TestPromReadsSGLang(t *testing.T) {
 			if a, b := vl.Targets[0].Primary, sg.Targets[0].Primary; a != b {
 				t.Errorf("SGLang series give %+v, vLLM series %+v", b, a)
 			}
-			// Name discovery answers from whole TSDB blocks, so a window may
-			// list the other scenarios' families (queried, found empty):
-			// the bound is the vLLM count plus those, not exact equality.
-			if sg.Sources[0].Queries > vl.Sources[0].Queries+10 {
+			// Name discovery answers from whole TSDB blocks, and which
+			// blocks hold what shifts as Prometheus compacts: a window may
+			// list the other engine's families too (queried, found empty).
+			// At most both engines' worth, never more.
+			if sg.Sources[0].Queries > 2*vl.Sources[0].Queries {
 				t.Errorf("%d queries for SGLang, %d for vLLM", sg.Sources[0].Queries, vl.Sources[0].Queries)
 			}
 		})

@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/slackpost"
+	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
 
@@ -68,6 +70,13 @@ type Server struct {
 	wg   sync.WaitGroup // in-flight background work (posts) finished on shutdown
 	now  func() time.Time
 	diag func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error)
+	// metrics are what /metrics serves (api.go); every diagnosis and post
+	// through the server counts in them.
+	metrics *metrics
+	// am is the Alertmanager receiver's state (alertmanager.go).
+	am *amState
+	// ping checks that Prometheus answers (api.go; tests replace it).
+	ping func(ctx context.Context) error
 }
 
 // New builds a server; routes of every part are registered here.
@@ -81,10 +90,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), sem: make(chan struct{}, cfg.MaxConcurrent), log: cfg.Logger, now: time.Now}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), sem: make(chan struct{}, cfg.MaxConcurrent), log: cfg.Logger, now: time.Now,
+		metrics: newMetrics()}
 	s.diag = func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error) {
 		return diagnosis.Run(ctx, src, cfg.Rules, cfg.RuleConfig, nil)
 	}
+	s.ping = s.pingProm
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	for _, register := range []func() error{s.registerAPI, s.registerAlertmanager, s.registerSlackApp, s.registerWatch} {
 		if err := register(); err != nil {
@@ -100,12 +111,31 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // Diagnose runs one diagnosis within the concurrency limit and the request
 // timeout.
 func (s *Server) Diagnose(ctx context.Context, req Request) (*advisor.Diagnosis, error) {
-	select {
-	case s.sem <- struct{}{}:
-		defer func() { <-s.sem }()
-	default:
+	release, ok := s.acquire()
+	if !ok {
 		return nil, ErrBusy
 	}
+	defer release()
+	return s.diagnoseHeld(ctx, req)
+}
+
+// acquire takes a diagnosis slot without waiting; ok is false when all
+// MaxConcurrent are taken. A handler that answers at once and diagnoses in
+// the background takes its slot first, so that it can answer "busy".
+func (s *Server) acquire() (release func(), ok bool) {
+	select {
+	case s.sem <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-s.sem }) }, true
+	default:
+		return nil, false
+	}
+}
+
+// diagnoseHeld is Diagnose for a caller holding a slot. Every diagnosis
+// counts in the metrics: its duration, its queries, and the verdict and
+// findings of each target it found.
+func (s *Server) diagnoseHeld(ctx context.Context, req Request) (*advisor.Diagnosis, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	p := s.cfg.Prom
@@ -117,10 +147,17 @@ func (s *Server) Diagnose(ctx context.Context, req Request) (*advisor.Diagnosis,
 	if p.Options.End.IsZero() {
 		p.Options.End = s.now()
 	}
-	return s.diag(ctx, diagnosis.Sources{Prom: &p, GroupBy: p.Options.GroupBy})
+	start := time.Now()
+	d, err := s.diag(ctx, diagnosis.Sources{Prom: &p, GroupBy: p.Options.GroupBy})
+	s.metrics.observe(d, time.Since(start), s.now())
+	return d, err
 }
 
+// joinSelectors joins two lists of label matchers, either of which may be
+// empty or end in a comma.
 func joinSelectors(a, b string) string {
+	a = strings.TrimRight(strings.TrimSpace(a), ", ")
+	b = strings.TrimRight(strings.TrimSpace(b), ", ")
 	switch {
 	case a == "":
 		return b
@@ -128,6 +165,31 @@ func joinSelectors(a, b string) string {
 		return a
 	}
 	return a + "," + b
+}
+
+// background runs f after the handler that started it has answered;
+// shutdown waits for it (bounded by Serve's 30 s). Call it from a handler
+// or before Serve returns, never after.
+func (s *Server) background(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// postDeadline bounds posting one group of messages, retries included.
+const postDeadline = 2 * time.Minute
+
+// post posts messages to the configured Slack destination, counting each
+// message in llmdoctor_slack_posts_total by result. Every part posts
+// through it.
+func (s *Server) post(ctx context.Context, msgs []report.SlackMessage) ([]slackpost.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, postDeadline)
+	defer cancel()
+	res, err := (&slackpost.Poster{Dest: s.cfg.Slack}).Post(ctx, msgs)
+	s.metrics.posted(res, err)
+	return res, err
 }
 
 // Run serves until ctx ends, then shuts down gracefully: the listener
@@ -142,14 +204,22 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on a listener the caller opened (tests listen on port 0).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		// A diagnosis answered on the request (the API) takes up to
+		// RequestTimeout.
+		WriteTimeout: s.cfg.RequestTimeout + 30*time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if s.cfg.Watch != nil {
+		s.wg.Add(1)
+		go s.watchLoop(ctx)
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
+	s.log.Info("shutting down: finishing requests and posts in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := hs.Shutdown(sctx)
@@ -158,6 +228,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case <-done:
 	case <-sctx.Done():
+		s.log.Warn("shutdown: gave up waiting for background work after 30s")
 	}
 	return err
 }

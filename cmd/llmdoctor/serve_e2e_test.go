@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
+	"github.com/llmdoctor/llmdoctor/internal/promtest"
+	"github.com/llmdoctor/llmdoctor/internal/sim"
+)
+
+// needAlertmanager returns the path of Debian's prometheus-alertmanager,
+// or skips (fails in CI, which installs it).
+func needAlertmanager(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("prometheus-alertmanager")
+	if err != nil {
+		p, err = exec.LookPath("alertmanager")
+	}
+	if err != nil {
+		msg := "prometheus-alertmanager is not installed (apt-get install prometheus-alertmanager)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + ": CI must install it")
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startProcess runs a server until the test ends, logging to a file whose
+// contents a failing test shows, and waits until ready answers 200.
+func startProcess(t *testing.T, name, ready string, bin string, args ...string) {
+	t.Helper()
+	logName := filepath.Join(t.TempDir(), name+".log")
+	logf, err := os.Create(logName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logName)
+			t.Logf("%s log:\n%s", name, tail(string(b), 40))
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(ready); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s did not become ready at %s", name, ready)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// syncBuffer is a buffer written by one goroutine and read by another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The issue's end-to-end test, with real parts: Prometheus holds a
+// queue-bound deployment's last 20 minutes (the simulator's, backfilled)
+// and evaluates an alerting rule on TTFT; Alertmanager routes the firing
+// alert to llmdoctor serve, authenticated by a bearer token, and repeats
+// it; a fake Slack that checks Slack's limits gets exactly one message,
+// whose verdict is the scenario's: queueing.
+func TestServeAlertmanagerEndToEnd(t *testing.T) {
+	prometheus, _ := promtest.Need(t)
+	alertmanager := needAlertmanager(t)
+	began := time.Now()
+	dir := t.TempDir()
+
+	// The deployment's metrics, ending now.
+	sc, err := sim.Load("queue-bound")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = 20 * time.Minute
+	end := time.Now().Truncate(time.Second)
+	om := filepath.Join(dir, "queue-bound.om")
+	f, _ := os.Create(om)
+	err = sim.Offline{OpenMetrics: f, Epoch: end.Add(-sc.Warmup - sc.Duration)}.Run(sc)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsdb := filepath.Join(dir, "tsdb")
+	promtest.Backfill(t, om, tsdb)
+	t.Logf("20m of queue-bound simulated and backfilled in %s", time.Since(began).Round(100*time.Millisecond))
+
+	promPort, amPort := freePort(t), freePort(t)
+	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
+	amURL := fmt.Sprintf("http://127.0.0.1:%d", amPort)
+
+	// llmdoctor serve, posting to the fake Slack with a bot token.
+	slack := fakeslack.Start()
+	t.Cleanup(slack.Close)
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const amToken = "e2e-alertmanager-token-5f1c"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &syncBuffer{}
+	root := newRoot()
+	root.SetArgs([]string{"serve", "--prom", promURL, "--listen", "127.0.0.1:0",
+		"--slack-token-file", write("slack-token", fakeslack.Token), "--slack-channel", fakeslack.Channel, "--slack-api-url", slack.APIURL(),
+		"--alertmanager-token-file", write("am-token", amToken),
+		// The port is known once it listens: links name a placeholder.
+		"--external-url", "http://llmdoctor.invalid"})
+	root.SetIn(strings.NewReader(""))
+	root.SetOut(io.Discard)
+	root.SetErr(stderr)
+	served := make(chan error, 1)
+	go func() { served <- root.ExecuteContext(ctx) }()
+	addr := ""
+	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := regexp.MustCompile(`msg=listening addr=(\S+)`).FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("llmdoctor serve did not start:\n%s", stderr.String())
+	}
+	llmdoctor := "http://" + addr
+	defer func() {
+		if t.Failed() {
+			t.Logf("llmdoctor serve's log:\n%s\nSlack got:\n%s", tail(stderr.String(), 40), slack.Summary())
+		}
+	}()
+
+	// Alertmanager: one route to llmdoctor, group_wait short, repeating
+	// the notification every few seconds.
+	amDir := filepath.Join(dir, "am")
+	os.Mkdir(amDir, 0o755)
+	amConfig := write("am.yml", fmt.Sprintf(`route:
+  receiver: llmdoctor
+  group_by: [alertname]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 3s
+receivers:
+  - name: llmdoctor
+    webhook_configs:
+      - url: %s/alertmanager
+        send_resolved: true
+        http_config:
+          authorization:
+            credentials: %s
+`, llmdoctor, amToken))
+	startProcess(t, "alertmanager", amURL+"/-/ready", alertmanager, "--config.file="+amConfig, "--storage.path="+amDir,
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort), "--web.external-url="+amURL, "--cluster.listen-address=")
+
+	// Prometheus over the backfilled block, evaluating a TTFT alert every
+	// second and sending it to Alertmanager.
+	write("rules.yml", `groups:
+  - name: llmdoctor-e2e
+    interval: 1s
+    rules:
+      - alert: VLLMSlowFirstToken
+        expr: histogram_quantile(0.9, sum by (le, model_name) (rate(vllm:time_to_first_token_seconds_bucket[5m]))) > 1
+        labels: {severity: page}
+        annotations:
+          summary: "{{ $labels.model_name }}: p90 time to first token is {{ $value }}s"
+`)
+	promConfig := write("prometheus.yml", fmt.Sprintf(`global: {scrape_interval: 15s, evaluation_interval: 1s}
+rule_files: [rules.yml]
+alerting:
+  alertmanagers:
+    - static_configs: [{targets: ['127.0.0.1:%d']}]
+`, amPort))
+	startProcess(t, "prometheus", promURL+"/-/ready", prometheus, "--config.file="+promConfig, "--storage.tsdb.path="+tsdb,
+		"--storage.tsdb.retention.time=100y", fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort), "--rules.alert.resend-delay=1s")
+
+	// One message arrives; Alertmanager's repeats of the notification
+	// post nothing more.
+	promStarted := time.Now()
+	var main []fakeslack.Request
+	var first time.Duration
+	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		main = main[:0]
+		for _, r := range slack.Requests() {
+			if r.ThreadTS == "" {
+				main = append(main, r)
+			}
+		}
+		if len(main) > 0 && first == 0 {
+			first = time.Since(promStarted)
+			t.Logf("the message was posted %s after Prometheus was ready", first.Round(100*time.Millisecond))
+		}
+		if len(main) > 0 && scrapeCount(t, llmdoctor, `llmdoctor_alertmanager_notifications_total{outcome="duplicate"}`) >= 2 {
+			break
+		}
+	}
+	if len(main) != 1 {
+		t.Fatalf("Slack got %d messages in the channel, want 1:\n%s", len(main), slack.Summary())
+	}
+	if n := scrapeCount(t, llmdoctor, `llmdoctor_alertmanager_notifications_total{outcome="duplicate"}`); n < 2 {
+		t.Fatalf("Alertmanager's repeats did not arrive (%v duplicates)", n)
+	}
+	for _, r := range slack.Requests() {
+		if r.Code != "" || len(r.Problems) > 0 {
+			t.Errorf("Slack refused request #%d: %s %v", r.N, r.Code, r.Problems)
+		}
+	}
+	msg := main[0]
+	text, _ := msg.Payload["text"].(string)
+	if !strings.HasPrefix(text, "VLLMSlowFirstToken firing · llmdoctor: ✗ CRITICAL: queueing on model ") {
+		t.Fatalf("the message's verdict is not the scenario's (queueing): %q", text)
+	}
+	var blocks strings.Builder
+	enc := json.NewEncoder(&blocks)
+	enc.SetEscapeHTML(false)
+	enc.Encode(msg.Payload["attachments"])
+	if !strings.Contains(blocks.String(), "Alertmanager: *VLLMSlowFirstToken* firing · diagnosed `model_name=") {
+		t.Errorf("the message does not say which alert it answers:\n%s", blocks.String())
+	}
+
+	// The message's report link gives the same verdict; the metrics hold it.
+	link := regexp.MustCompile(`<(https?://[^|>]+/api/v1/diagnosis\?[^|>]+)\|Full report>`).FindStringSubmatch(blocks.String())
+	if link == nil {
+		t.Fatalf("no report link in the message:\n%s", blocks.String())
+	}
+	t.Logf("report link: %s", html.UnescapeString(link[1]))
+	resp, err := http.Get(strings.Replace(html.UnescapeString(link[1]), "http://llmdoctor.invalid", llmdoctor, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d advisor.Diagnosis
+	err = json.NewDecoder(resp.Body).Decode(&d)
+	resp.Body.Close()
+	if err != nil || len(d.Targets) != 1 || d.Targets[0].Primary.Bottleneck != "queueing" {
+		t.Fatalf("the report link: %v %+v", err, d.Targets)
+	}
+	if n := scrapeCount(t, llmdoctor, fmt.Sprintf(`llmdoctor_verdict{bottleneck="queueing",model=%q,served_by="vllm",status="found"}`, d.Targets[0].Target.Model)); n != 1 {
+		t.Errorf("llmdoctor_verdict for the target is %v", n)
+	}
+	if r, err := http.Get(llmdoctor + "/readyz"); err != nil || r.StatusCode != http.StatusOK {
+		t.Errorf("/readyz with Prometheus up: %v %v", err, r)
+	}
+
+	// Shutdown is graceful and quick.
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	t.Logf("end to end in %s", time.Since(began).Round(100*time.Millisecond))
+}
+
+// scrapeCount reads one series' value from llmdoctor's /metrics (0 when
+// absent).
+func scrapeCount(t *testing.T, base, series string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			var v float64
+			fmt.Sscan(rest, &v)
+			return v
+		}
+	}
+	return 0
+}
