@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,3 +86,54 @@ func TestReadmeSampleIsTheReport(t *testing.T) {
 		}
 	}
 }
+
+// docs/slack.md's Block Kit excerpt is what the slack renderer writes for
+// examples/queueing: its text and first blocks, unchanged.
+func TestSlackDocExcerptIsTheMessage(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "slack.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```json\n(.*?)\n```\n").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("docs/slack.md has no JSON excerpt")
+	}
+	var doc struct {
+		Text        string
+		Attachments []struct {
+			Color  string
+			Blocks []json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(m[1], &doc); err != nil {
+		t.Fatalf("the excerpt is not JSON: %v", err)
+	}
+	_, out, _ := runCLI(t, append([]string{"diagnose", "--format", "slack"}, example("queueing")...)...)
+	var msgs []struct {
+		Main struct {
+			Text        string
+			Attachments []struct {
+				Color  string
+				Blocks []json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &msgs); err != nil || len(msgs) != 1 {
+		t.Fatalf("--format slack: %v\n%.300s", err, out)
+	}
+	got := msgs[0].Main
+	if got.Text != doc.Text || got.Attachments[0].Color != doc.Attachments[0].Color {
+		t.Errorf("text or colour differ: %q %q", got.Text, got.Attachments[0].Color)
+	}
+	for i, blk := range doc.Attachments[0].Blocks {
+		var a, b any
+		json.Unmarshal(blk, &a)
+		json.Unmarshal(got.Attachments[0].Blocks[i], &b)
+		if ja, _ := json.Marshal(a); string(ja) != string(mustJSON(b)) {
+			t.Errorf("block %d differs:\n doc  %s\n real %s", i, ja, mustJSON(b))
+		}
+	}
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
