@@ -562,7 +562,7 @@ func slackChecklistTarget(c *advisor.Checklist, t advisor.ChecklistTarget, o Sla
 	b.add(slackHeader(verdict + " · " + name))
 	summary := fmt.Sprintf("%d failed · %d could not be checked · %d passed", t.Failed, t.CannotCheck, t.Passed)
 	if c.Strict && t.CannotCheck > 0 {
-		summary += " (strict: could not be checked counts as failed)"
+		summary += " (strict: a blocking item that could not be checked fails)"
 	}
 	b.add(slackSection(summary))
 
@@ -613,7 +613,8 @@ func slackChecklistVerdict(c *advisor.Checklist, t advisor.ChecklistTarget) (sev
 			blocking = true
 		case it.Status == advisor.Fail:
 			advisory = true
-		case it.Status == advisor.CannotCheck:
+		case it.Status == advisor.CannotCheck && it.Blocking:
+			// Only an item that decides the gate leaves it unverified.
 			unchecked = true
 		}
 	}

@@ -449,7 +449,10 @@ func TestSlackChecklistHeadline(t *testing.T) {
 	}{
 		{"one failed", []advisor.Item{item("a", advisor.Pass, true), item("b", advisor.Fail, true), item("c", advisor.CannotCheck, true)}, false, "✗ NOT READY", SlackCritical},
 		{"unchecked, none failed", []advisor.Item{item("a", advisor.Pass, true), item("c", advisor.CannotCheck, true)}, false, "? NOT VERIFIED", SlackInconclusive},
-		{"unchecked advisory", []advisor.Item{item("a", advisor.Pass, true), item("c", advisor.CannotCheck, false)}, false, "? NOT VERIFIED", SlackInconclusive},
+		// Only items that decide the gate leave it unverified, as the gate
+		// itself counts them.
+		{"unchecked advisory", []advisor.Item{item("a", advisor.Pass, true), item("c", advisor.CannotCheck, false)}, false, "✓ READY", SlackHealthy},
+		{"unchecked advisory, strict", []advisor.Item{item("a", advisor.Pass, true), item("c", advisor.CannotCheck, false)}, true, "✓ READY", SlackHealthy},
 		{"unchecked, strict", []advisor.Item{item("a", advisor.Pass, true), item("c", advisor.CannotCheck, true)}, true, "✗ NOT READY", SlackCritical},
 		{"advisory failed", []advisor.Item{item("a", advisor.Pass, true), item("d", advisor.Fail, false)}, false, "✓ READY", SlackWarning},
 		{"all passed", []advisor.Item{item("a", advisor.Pass, true)}, false, "✓ READY", SlackHealthy},

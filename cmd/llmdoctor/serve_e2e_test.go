@@ -292,7 +292,8 @@ alerting:
 	if err != nil || len(d.Targets) != 1 || d.Targets[0].Primary.Bottleneck != "queueing" {
 		t.Fatalf("the report link: %v %+v", err, d.Targets)
 	}
-	if n := scrapeCount(t, llmdoctor, fmt.Sprintf(`llmdoctor_verdict{bottleneck="queueing",model=%q,served_by="vllm",status="found"}`, d.Targets[0].Target.Model)); n != 1 {
+	model := d.Targets[0].Target.Model
+	if n := scrapeCount(t, llmdoctor, fmt.Sprintf(`llmdoctor_verdict{bottleneck="queueing",model=%q,served_by="vllm",status="found",target=%q}`, model, "model_name="+model)); n != 1 {
 		t.Errorf("llmdoctor_verdict for the target is %v", n)
 	}
 	if r, err := http.Get(llmdoctor + "/readyz"); err != nil || r.StatusCode != http.StatusOK {

@@ -229,8 +229,10 @@ func (s *Server) alertmanager(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Two routes with the same matchers give the same group key: the
-	// receiver's name keeps them apart.
-	key := m.Receiver + "\x00" + m.GroupKey
+	// receiver's name keeps them apart. Kept as a hash, so a huge key from
+	// whoever reaches the endpoint costs 32 bytes, not its length.
+	sum := sha256.Sum256([]byte(m.Receiver + "\x00" + m.GroupKey))
+	key := string(sum[:])
 	if m.Status == "resolved" {
 		s.amResolve(w, &m, key)
 		return
@@ -244,7 +246,11 @@ func (s *Server) alertmanager(w http.ResponseWriter, r *http.Request) {
 func (s *Server) amFire(w http.ResponseWriter, m *amMessage, key string) {
 	am := s.am
 	am.mu.Lock()
-	if g := am.get(key); g != nil && !g.resolved {
+	// A repeat of the posted group is not posted again; a group whose
+	// firing alerts all started after it was posted is a new incident
+	// (Alertmanager sends no resolution with send_resolved: false, or when
+	// alerts resolve and fire again between two flushes).
+	if g := am.get(key); g != nil && !g.resolved && !newIncident(m.Alerts, g.since) {
 		am.mu.Unlock()
 		am.count(amDuplicate)
 		plain(w, http.StatusOK, "already posted for this group")
@@ -472,7 +478,7 @@ func (s *Server) amRequest(alerts []amAlert) Request {
 		w = max(def, now.Sub(start)+s.am.cfg.LeadIn)
 	}
 	w = min((w+time.Minute-1)/time.Minute*time.Minute, MaxWindow)
-	return Request{Selector: strings.Join(matchers, ","), Window: w, End: now}
+	return Request{Selector: strings.Join(matchers, ","), Window: w, End: now, Latest: true}
 }
 
 // matcher selects a label's values: label="v", or label=~"v1|v2" with
@@ -608,6 +614,21 @@ func alertName(m *amMessage, alerts []amAlert) string {
 	return strings.Join(names, ", ")
 }
 
+// newIncident reports whether every firing alert started after since.
+func newIncident(alerts []amAlert, since time.Time) bool {
+	n := 0
+	for _, a := range alerts {
+		if a.Status != "firing" {
+			continue
+		}
+		n++
+		if !a.StartsAt.After(since) {
+			return false
+		}
+	}
+	return n > 0
+}
+
 // withContext puts a context line under the message's header, when it
 // fits within Slack's limits.
 func withContext(msg *slack.WebhookMessage, line string) {
@@ -617,6 +638,11 @@ func withContext(msg *slack.WebhookMessage, line string) {
 	blocks := &msg.Attachments[0].Blocks.BlockSet
 	if len(*blocks) == 0 || len(*blocks) >= 50 {
 		return
+	}
+	// One text element holds at most 3000 characters: a group of many
+	// alerts with long label values is cut, not refused by Slack.
+	if r := []rune(line); len(r) > 2900 {
+		line = string(r[:2900]) + "…"
 	}
 	if blockChars(*blocks)+utf8.RuneCountInString(line) > 12_000 {
 		return

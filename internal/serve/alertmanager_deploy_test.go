@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -34,7 +35,9 @@ func needTool(t *testing.T, name, pkg string) string {
 func exposedMetrics(t *testing.T) (names map[string]bool, series []string) {
 	t.Helper()
 	h := newAMHarness(t, Config{}, false)
-	apiGet(h.s, "/api/v1/diagnosis")
+	if _, err := h.s.Diagnose(context.Background(), Request{Latest: true}); err != nil {
+		t.Fatal(err)
+	}
 	names = map[string]bool{}
 	for _, line := range strings.Split(apiGet(h.s, "/metrics").Body.String(), "\n") {
 		if f := strings.Fields(line); len(f) >= 3 && f[1] == "TYPE" {

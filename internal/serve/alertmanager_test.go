@@ -572,3 +572,29 @@ func TestAlertmanagerNeedsSlack(t *testing.T) {
 		t.Fatal("a bad label name was taken")
 	}
 }
+
+// Without a resolution in between (send_resolved: false, or a resolve and
+// re-fire between two flushes), a group whose firing alerts all started
+// after it was posted is a new incident and is posted again; a plain repeat
+// is not.
+func TestAlertmanagerNewIncidentInSameGroup(t *testing.T) {
+	h := newAMHarness(t, Config{}, false)
+	first := amFiring("inference", "llama-3-8b")
+	h.send(first.JSON())
+	h.settle()
+	again := amFiring("inference", "llama-3-8b")
+	if w := h.send(again.JSON()); !strings.Contains(w.Body.String(), "already posted") {
+		t.Fatalf("a repeat was not deduped: %d %s", w.Code, w.Body)
+	}
+	later := amFiring("inference", "llama-3-8b")
+	for i := range later.Alerts {
+		later.Alerts[i].StartsAt = amNow.Add(time.Minute)
+	}
+	if w := h.send(later.JSON()); w.Code != http.StatusOK || strings.Contains(w.Body.String(), "already posted") {
+		t.Fatalf("a new incident was taken for a repeat: %d %s", w.Code, w.Body)
+	}
+	h.settle()
+	if m := channelMessages(h.slack.Accepted()); len(m) != 2 {
+		t.Fatalf("%d messages in the channel, want 2:\n%s", len(m), h.slack.Summary())
+	}
+}

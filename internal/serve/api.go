@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/evidence"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -241,7 +244,8 @@ func parseTime(v string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t, nil
 	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 {
+	// Unix seconds within what a time.Duration from 1970 can hold.
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && f < 9e9 {
 		return time.Unix(0, int64(f*1e9)).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-11-30T12:00:00Z) or Unix seconds", v)
@@ -350,16 +354,16 @@ const (
 var (
 	verdictDesc = prometheus.NewDesc("llmdoctor_verdict",
 		"1 for the current verdict of each target (its latest diagnosis): the bottleneck and status (found, healthy, inconclusive).",
-		[]string{"model", "served_by", "bottleneck", "status"}, nil)
+		[]string{"model", "served_by", "target", "bottleneck", "status"}, nil)
 	findingDesc = prometheus.NewDesc("llmdoctor_finding",
 		"1 for each finding of the latest diagnosis of each target.",
-		[]string{"model", "rule", "severity", "bottleneck"}, nil)
+		[]string{"model", "served_by", "target", "rule", "severity", "bottleneck"}, nil)
 	shareDesc = prometheus.NewDesc("llmdoctor_latency_share",
 		"Share of mean time to first token spent in each stage (queue, prefill, front); for decode, its share of mean end-to-end latency.",
-		[]string{"model", "stage"}, nil)
+		[]string{"model", "served_by", "target", "stage"}, nil)
 	lastDesc = prometheus.NewDesc("llmdoctor_last_diagnosis_timestamp_seconds",
 		"When each target was last diagnosed, in Unix seconds.",
-		[]string{"model", "served_by"}, nil)
+		[]string{"model", "served_by", "target"}, nil)
 )
 
 // metrics are the server's registry: counters of its own work, and a
@@ -377,7 +381,18 @@ type metrics struct {
 	now     func() time.Time
 }
 
-type targetKey struct{ model, servedBy string }
+// targetKey names a target by its model, engine and the group-by labels
+// that select it (target="model_name=…,namespace=…"), so two targets of one
+// model in two namespaces stay two series.
+type targetKey struct{ model, servedBy, labels string }
+
+func keyOf(t evidence.Target) targetKey {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
+		parts = append(parts, k+"="+t.Labels[k])
+	}
+	return targetKey{t.Model, t.ServedBy, strings.Join(parts, ",")}
+}
 
 type targetState struct {
 	bottleneck, status string
@@ -406,7 +421,7 @@ func newMetrics() *metrics {
 }
 
 // observe counts one diagnosis; d is nil when it failed.
-func (m *metrics) observe(d *advisor.Diagnosis, took time.Duration, now time.Time) {
+func (m *metrics) observe(d *advisor.Diagnosis, took time.Duration, now time.Time, latest bool) {
 	m.duration.Observe(took.Seconds())
 	if d == nil {
 		return
@@ -416,10 +431,13 @@ func (m *metrics) observe(d *advisor.Diagnosis, took time.Duration, now time.Tim
 			m.queries.Add(float64(src.Queries))
 		}
 	}
+	if !latest {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, t := range d.Targets {
-		k := targetKey{t.Target.Model, t.Target.ServedBy}
+		k := keyOf(t.Target)
 		if _, ok := m.targets[k]; !ok && len(m.targets) >= maxTargets {
 			m.expire(now)
 			if len(m.targets) >= maxTargets {
@@ -492,7 +510,10 @@ func (c *targetCollector) Collect(ch chan<- prometheus.Metric) {
 		if keys[i].model != keys[j].model {
 			return keys[i].model < keys[j].model
 		}
-		return keys[i].servedBy < keys[j].servedBy
+		if keys[i].servedBy != keys[j].servedBy {
+			return keys[i].servedBy < keys[j].servedBy
+		}
+		return keys[i].labels < keys[j].labels
 	})
 	// Two targets of one model (served by two engines) would repeat a
 	// series without served_by: the first is sent.
@@ -507,10 +528,10 @@ func (c *targetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, k := range keys {
 		st := m.targets[k]
-		emit(verdictDesc, 1, k.model, k.servedBy, st.bottleneck, st.status)
-		emit(lastDesc, float64(st.at.UnixMilli())/1000, k.model, k.servedBy)
+		emit(verdictDesc, 1, k.model, k.servedBy, k.labels, st.bottleneck, st.status)
+		emit(lastDesc, float64(st.at.UnixMilli())/1000, k.model, k.servedBy, k.labels)
 		for _, f := range st.findings {
-			emit(findingDesc, 1, k.model, f[0], f[1], f[2])
+			emit(findingDesc, 1, k.model, k.servedBy, k.labels, f[0], f[1], f[2])
 		}
 		stages := make([]string, 0, len(st.shares))
 		for stage := range st.shares {
@@ -518,7 +539,7 @@ func (c *targetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		sort.Strings(stages)
 		for _, stage := range stages {
-			emit(shareDesc, st.shares[stage], k.model, stage)
+			emit(shareDesc, st.shares[stage], k.model, k.servedBy, k.labels, stage)
 		}
 	}
 }

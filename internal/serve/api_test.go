@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,17 +160,25 @@ func TestReadyz(t *testing.T) {
 // /metrics holds each target's latest verdict, findings and shares.
 func TestMetrics(t *testing.T) {
 	h := newAMHarness(t, Config{}, false)
-	apiGet(h.s, "/api/v1/diagnosis")
+	// An API call (any window, any selector) sets no verdict: anyone who
+	// reaches the server could otherwise clear what alerts read.
+	apiGet(h.s, "/api/v1/diagnosis?end=1000000000&window=1h")
+	if body := apiGet(h.s, "/metrics").Body.String(); strings.Contains(body, "llmdoctor_verdict{") {
+		t.Fatalf("an API call set a verdict:\n%s", body)
+	}
+	if _, err := h.s.Diagnose(context.Background(), Request{Latest: true}); err != nil {
+		t.Fatal(err)
+	}
 	for series, want := range map[string]float64{
-		`llmdoctor_verdict{bottleneck="queueing",model="llama-3-8b",served_by="vllm",status="found"}`:                 1,
-		`llmdoctor_finding{bottleneck="queueing",model="llama-3-8b",rule="queue/ttft-dominated",severity="critical"}`: 1,
-		`llmdoctor_latency_share{model="llama-3-8b",stage="queue"}`:                                                   1.8 / 1.95,
-		`llmdoctor_latency_share{model="llama-3-8b",stage="decode"}`:                                                  7 / 8.95,
-		`llmdoctor_diagnosis_duration_seconds`:                                                                        1,
-		`llmdoctor_prometheus_queries_total`:                                                                          23,
-		`llmdoctor_slack_posts_total{result="ok"}`:                                                                    0,
-		`llmdoctor_last_diagnosis_timestamp_seconds{model="llama-3-8b",served_by="vllm"}`:                             float64(amNow.Unix()),
-		`llmdoctor_alertmanager_notifications_total{outcome="diagnosing"}`:                                            0,
+		`llmdoctor_verdict{bottleneck="queueing",model="llama-3-8b",served_by="vllm",status="found",target=""}`:                                  1,
+		`llmdoctor_finding{bottleneck="queueing",model="llama-3-8b",rule="queue/ttft-dominated",served_by="vllm",severity="critical",target=""}`: 1,
+		`llmdoctor_latency_share{model="llama-3-8b",served_by="vllm",stage="queue",target=""}`:                                                   1.8 / 1.95,
+		`llmdoctor_latency_share{model="llama-3-8b",served_by="vllm",stage="decode",target=""}`:                                                  7 / 8.95,
+		`llmdoctor_diagnosis_duration_seconds`:                                                      2,
+		`llmdoctor_prometheus_queries_total`:                                                        46,
+		`llmdoctor_slack_posts_total{result="ok"}`:                                                  0,
+		`llmdoctor_last_diagnosis_timestamp_seconds{model="llama-3-8b",served_by="vllm",target=""}`: float64(amNow.Unix()),
+		`llmdoctor_alertmanager_notifications_total{outcome="diagnosing"}`:                          0,
 	} {
 		if got := scrapeValue(t, h.s, series); math.Abs(got-want) > 1e-9 {
 			t.Errorf("%s = %v, want %v", series, got, want)
@@ -180,7 +189,9 @@ func TestMetrics(t *testing.T) {
 	d.Targets[0].Primary = advisor.Primary{Bottleneck: "none", Status: "healthy"}
 	d.Targets[0].Findings = nil
 	h.result = func() (*advisor.Diagnosis, error) { return d, nil }
-	apiGet(h.s, "/api/v1/diagnosis")
+	if _, err := h.s.Diagnose(context.Background(), Request{Latest: true}); err != nil {
+		t.Fatal(err)
+	}
 	body := apiGet(h.s, "/metrics").Body.String()
 	if strings.Count(body, "llmdoctor_verdict{") != 1 || !strings.Contains(body, `status="healthy"`) || strings.Contains(body, "llmdoctor_finding{") {
 		t.Fatalf("after a healthy diagnosis:\n%s", body)
@@ -200,7 +211,7 @@ func TestMetricsBounded(t *testing.T) {
 	for i := 0; i < maxTargets+10; i++ {
 		names = append(names, fmt.Sprint("model-", i))
 	}
-	m.observe(amDiagnosis(names...), time.Second, amNow)
+	m.observe(amDiagnosis(names...), time.Second, amNow, true)
 	if len(m.targets) != maxTargets {
 		t.Fatalf("%d targets kept", len(m.targets))
 	}
@@ -222,6 +233,29 @@ func TestCheckSelector(t *testing.T) {
 	for _, bad := range []string{`a`, `a=b`, `{a="b"}`, `a="b"}`, `a="b" or vector(1)`, `1a="b"`, `a=="b"`, `a="b`, `a="b\"`, `a="b";c="d"`} {
 		if err := CheckSelector(bad); err == nil {
 			t.Errorf("%s was taken", bad)
+		}
+	}
+}
+
+// One model in two namespaces (--group-by model_name,namespace) is two
+// targets and two series, not one that flips with each diagnosis.
+func TestMetricsKeepGroupByTargetsApart(t *testing.T) {
+	m := newMetrics()
+	d := amDiagnosis("llama-3-8b", "llama-3-8b")
+	d.Targets[0].Target.Labels = map[string]string{"model_name": "llama-3-8b", "namespace": "a"}
+	d.Targets[1].Target.Labels = map[string]string{"model_name": "llama-3-8b", "namespace": "b"}
+	d.Targets[1].Primary = advisor.Primary{Bottleneck: "none", Status: "healthy"}
+	m.observe(d, time.Second, amNow, true)
+	if len(m.targets) != 2 {
+		t.Fatalf("%d targets kept, want 2", len(m.targets))
+	}
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "llmdoctor_verdict" && len(mf.GetMetric()) != 2 {
+			t.Errorf("%d verdict series, want 2", len(mf.GetMetric()))
 		}
 	}
 }

@@ -56,6 +56,11 @@ type Request struct {
 	Selector string
 	Window   time.Duration
 	End      time.Time
+	// Latest marks a diagnosis of the current window made by the server's
+	// own work (watch, Alertmanager, slash command): only those set the
+	// verdict metrics, so an API call over another window or a narrower
+	// selector cannot overwrite what alerts read.
+	Latest bool
 }
 
 // ErrBusy is returned when MaxConcurrent diagnoses are in flight.
@@ -149,7 +154,7 @@ func (s *Server) diagnoseHeld(ctx context.Context, req Request) (*advisor.Diagno
 	}
 	start := time.Now()
 	d, err := s.diag(ctx, diagnosis.Sources{Prom: &p, GroupBy: p.Options.GroupBy})
-	s.metrics.observe(d, time.Since(start), s.now())
+	s.metrics.observe(d, time.Since(start), s.now(), req.Latest)
 	return d, err
 }
 

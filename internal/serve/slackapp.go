@@ -568,7 +568,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 	started := a.start(func(ctx context.Context) {
 		defer release()
 		rp := a.responder(o.responseURL)
-		d, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(cmd.model), Window: cmd.window, End: end})
+		d, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(cmd.model), Window: cmd.window, End: end, Latest: true})
 		release()
 		log.Info("slack diagnosis", "model", cmd.model, "window", cmd.window, "err", err)
 		if err != nil {

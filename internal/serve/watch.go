@@ -195,7 +195,7 @@ func (s *Server) watchOnce(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := s.now()
-	d, err := s.Diagnose(ctx, Request{Selector: w.cfg.Selector})
+	d, err := s.Diagnose(ctx, Request{Selector: w.cfg.Selector, Latest: true})
 	var none *diagnosis.NoTargetError
 	switch {
 	case err == nil:
