@@ -818,6 +818,17 @@ func slackContextBlock(texts []string) slack.Block {
 	return slack.NewContextBlock("", els...)
 }
 
+// SlackBlockChars counts the characters of the blocks' texts, as Slack does
+// against its limit on a message (about 12,000): for code that adds blocks
+// to a rendered message.
+func SlackBlockChars(blocks []slack.Block) int {
+	n := 0
+	for _, b := range blocks {
+		n += slackBlockChars(b)
+	}
+	return n
+}
+
 // slackBlockChars counts the characters of a block's texts, as Slack does
 // against its limit on a message's blocks.
 func slackBlockChars(b slack.Block) int {

@@ -4,26 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 	"strings"
-	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/collectors/requests"
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 )
-
-// dur prints a duration as it is written on the command line: 10m, not 10m0s.
-func dur(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
 
 // checkScrapeFlags refuses scrape and snapshot flag values that mean
 // nothing whichever source is read. (With --target, Validate has refused
@@ -87,31 +75,31 @@ func (o *diagnoseOpts) sourceProblem(p diagnosis.Problem) error {
 	case diagnosis.BadSchedule:
 		return usageErr("--interval must be positive, --duration and --scrapes not negative")
 	case diagnosis.BadScrapeTimeout:
-		return usageErr("--timeout %s: want a positive duration such as 10s, the time one scrape may take", dur(o.timeout))
+		return usageErr("--timeout %s: want a positive duration such as 10s, the time one scrape may take", units.ShortDuration(o.timeout))
 	case diagnosis.DurationUnderInterval:
 		// The second scrape comes one interval after the first: the window
 		// would be longer than asked.
 		return usageErr("--duration %s is shorter than --interval %s: give --duration %s or more (0 for a single scrape)",
-			dur(o.duration), dur(o.interval), dur(o.interval))
+			units.ShortDuration(o.duration), units.ShortDuration(o.interval), units.ShortDuration(o.interval))
 	case diagnosis.BadSnapshotInterval:
-		return usageErr("--snapshot-interval %s: want a positive duration such as 15m", dur(o.snapshotInterval))
+		return usageErr("--snapshot-interval %s: want a positive duration such as 15m", units.ShortDuration(o.snapshotInterval))
 	case diagnosis.BadPromWindow:
-		return usageErr("--window %s: want a positive duration such as 15m", dur(pf.window))
+		return usageErr("--window %s: want a positive duration such as 15m", units.ShortDuration(pf.window))
 	case diagnosis.BadPromStep:
-		return usageErr("--step %s: want a positive duration such as 30s, or leave it out (window/60, at least 15s)", dur(pf.step))
+		return usageErr("--step %s: want a positive duration such as 30s, or leave it out (window/60, at least 15s)", units.ShortDuration(pf.step))
 	case diagnosis.BadPromParallel:
 		return usageErr("--prom-parallel %d: want at least 1 query in flight (default 8)", pf.parallel)
 	case diagnosis.BadPromTimeout:
-		return usageErr("--prom-timeout %s: want a positive duration such as 30s", dur(pf.timeout))
+		return usageErr("--prom-timeout %s: want a positive duration such as 30s", units.ShortDuration(pf.timeout))
 	case diagnosis.CertWithoutKey:
 		return usageErr("--prom-cert needs --prom-key, the client certificate's private key (PEM)")
 	case diagnosis.KeyWithoutCert:
 		return usageErr("--prom-key needs --prom-cert, the client certificate (PEM)")
 	case diagnosis.PromWindowUnderScrape:
 		return usageErr("--window %s is shorter than one scrape interval (Prometheus usually scrapes every %s or more): give --window %s or more",
-			dur(pf.window), dur(prom.MinStep), dur(prom.MinStep))
+			units.ShortDuration(pf.window), units.ShortDuration(prom.MinStep), units.ShortDuration(prom.MinStep))
 	case diagnosis.PromWindowUnderStep:
-		return usageErr("--window %s is shorter than --step %s: give a window of at least one step", dur(pf.window), dur(pf.step))
+		return usageErr("--window %s is shorter than --step %s: give a window of at least one step", units.ShortDuration(pf.window), units.ShortDuration(pf.step))
 	case diagnosis.UnknownEngine:
 		return usageErr("--engine %q: want auto, %s", o.engine, strings.Join(engine.Names(), " or "))
 	}
@@ -161,7 +149,7 @@ func (p *promFlags) explain(err error) error {
 	case prom.BadClientCert:
 		msg = "--prom-cert/--prom-key: " + pe.Detail
 	case prom.Timeout:
-		msg += fmt.Sprintf(": raise --prom-timeout (now %s) or shorten --window", dur(p.timeout))
+		msg += fmt.Sprintf(": raise --prom-timeout (now %s) or shorten --window", units.ShortDuration(p.timeout))
 	case prom.Unauthorized:
 		msg += ": check LLMDOCTOR_PROM_TOKEN, --prom-token-file, or --prom-user with LLMDOCTOR_PROM_PASSWORD"
 	case prom.Forbidden:

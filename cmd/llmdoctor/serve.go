@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 	"log/slog"
 	"net"
 	"net/url"
@@ -180,7 +181,7 @@ func (o *serveOpts) config(f *pflag.FlagSet) (server.Config, error) {
 		return cfg, d.explain(err)
 	}
 	if p.Options.Window > server.MaxWindow {
-		return cfg, usageErr("--window %s: serve diagnoses at most %s", dur(p.Options.Window), dur(server.MaxWindow))
+		return cfg, usageErr("--window %s: serve diagnoses at most %s", units.ShortDuration(p.Options.Window), units.ShortDuration(server.MaxWindow))
 	}
 	if err := server.CheckSelector(p.Options.Selector); err != nil {
 		return cfg, usageErr("--selector: %v", err)
@@ -190,7 +191,7 @@ func (o *serveOpts) config(f *pflag.FlagSet) (server.Config, error) {
 	case o.maxConcurrent < 1:
 		return cfg, usageErr("--max-concurrent %d: want at least 1", o.maxConcurrent)
 	case o.requestTimeout <= 0:
-		return cfg, usageErr("--request-timeout %s: want a positive duration such as 1m", dur(o.requestTimeout))
+		return cfg, usageErr("--request-timeout %s: want a positive duration such as 1m", units.ShortDuration(o.requestTimeout))
 	}
 	cfg.MaxConcurrent, cfg.RequestTimeout = o.maxConcurrent, o.requestTimeout
 	if o.externalURL != "" {
@@ -262,7 +263,7 @@ func (o *serveOpts) alertmanager(f *pflag.FlagSet) (*server.AlertmanagerConfig, 
 		}
 	}
 	if o.amLeadIn <= 0 {
-		return nil, usageErr("--alertmanager-lead-in %s: want a positive duration such as 10m", dur(o.amLeadIn))
+		return nil, usageErr("--alertmanager-lead-in %s: want a positive duration such as 10m", units.ShortDuration(o.amLeadIn))
 	}
 	if len(o.amLabels) > 0 {
 		c.Labels = map[string]string{}

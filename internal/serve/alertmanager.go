@@ -644,7 +644,7 @@ func withContext(msg *slack.WebhookMessage, line string) {
 	if r := []rune(line); len(r) > 2900 {
 		line = string(r[:2900]) + "…"
 	}
-	if blockChars(*blocks)+utf8.RuneCountInString(line) > 12_000 {
+	if report.SlackBlockChars(*blocks)+utf8.RuneCountInString(line) > 12_000 {
 		return
 	}
 	ctx := slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, line, false, false))
@@ -655,37 +655,6 @@ func withContext(msg *slack.WebhookMessage, line string) {
 	out := append([]slack.Block{}, (*blocks)[:at]...)
 	out = append(out, ctx)
 	*blocks = append(out, (*blocks)[at:]...)
-}
-
-// blockChars counts the characters of every text in blocks, as Slack's
-// aggregate limit does.
-func blockChars(blocks []slack.Block) int {
-	b, err := json.Marshal(blocks)
-	if err != nil {
-		return 1 << 30
-	}
-	var v any
-	json.Unmarshal(b, &v)
-	var count func(v any) int
-	count = func(v any) int {
-		n := 0
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				if s, ok := e.(string); ok && k == "text" {
-					n += utf8.RuneCountInString(s)
-					continue
-				}
-				n += count(e)
-			}
-		case []any:
-			for _, e := range x {
-				n += count(e)
-			}
-		}
-		return n
-	}
-	return count(v)
 }
 
 var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")

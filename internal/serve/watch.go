@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 	"net/url"
 	"strconv"
 	"strings"
@@ -541,7 +542,7 @@ func (w *watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
 	switch a.kind {
 	case watchGone:
 		text := fmt.Sprintf("llmdoctor watch: %s is gone: not in the last %d diagnoses (%s apart); it was %s",
-			name, max(t.Count, 1), shortDuration(w.cfg.Every), verdictLabel(t.Verdict))
+			name, max(t.Count, 1), units.ShortDuration(w.cfg.Every), verdictLabel(t.Verdict))
 		return report.SlackMessage{Target: t.Name, Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: watchEsc(text)}}
 	case watchFirst:
 		lead = "Watch started, not healthy now"
@@ -555,18 +556,6 @@ func (w *watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
 	m := a.msg
 	m.Main.Text = watchEsc(lead) + " · " + m.Main.Text
 	return m
-}
-
-// shortDuration is d without its zero units: 5m, not 5m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 func (k watchKind) String() string {

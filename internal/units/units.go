@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // unknown is how a missing or infinite value prints.
@@ -92,3 +94,16 @@ func Percent(x float64) string {
 // WholePercent formats a share rounded to a whole percent, for columns that
 // line up (the latency map, impact lines).
 func WholePercent(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }
+
+// ShortDuration writes a duration as it is typed: 10m and 1h, not 10m0s and
+// 1h0m0s.
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
