@@ -64,7 +64,9 @@ func newServeWith(o *serveOpts) *cobra.Command {
 		Long: "serve diagnoses a Prometheus-compatible source on demand and keeps what it found as\n" +
 			"metrics. With a Slack destination it receives Alertmanager's webhook on POST\n" +
 			"/alertmanager, diagnoses each firing alert group over the time since it began and\n" +
-			"posts one message per group (a resolution replies in its thread). GET\n" +
+			"posts one message per group (a resolution replies in its thread). With a signing\n" +
+			"secret it answers the /llmdoctor slash command; with --watch it diagnoses every\n" +
+			"target every --every and posts when a verdict changes. GET\n" +
 			"/api/v1/diagnosis?selector=…&window=… answers the JSON contract, GET /metrics the\n" +
 			"verdicts and findings, GET /healthz and /readyz the probes. Settings come from flags\n" +
 			"or from --config serve.yaml (a flag's name as key); flags win. docs/slack.md has the\n" +
