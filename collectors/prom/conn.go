@@ -46,7 +46,10 @@ func (c Connection) AddSecrets(s *redact.Secrets) {
 	}
 }
 
-func (c Connection) roundTripper() (http.RoundTripper, error) {
+// RoundTripper sends the connection's credentials (headers, bearer token or
+// basic auth, userinfo moved out of the URL) over its TLS settings: every
+// client of this Prometheus uses it.
+func (c Connection) RoundTripper() (http.RoundTripper, error) {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &Error{Kind: BadURL, URL: c.Redacted()}

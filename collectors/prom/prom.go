@@ -71,7 +71,7 @@ func (c *Collector) warn(ws v1.Warnings) {
 
 // New builds a collector over an HTTP client configured by Connection.
 func New(conn Connection, opt Options) (*Collector, error) {
-	rt, err := conn.roundTripper()
+	rt, err := conn.RoundTripper()
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -108,59 +105,16 @@ func (s *Server) pingProm(ctx context.Context) error {
 	return nil
 }
 
-// promClient is an HTTP client sending a connection's credentials, as the
-// collector's does (headers, bearer token or basic auth, TLS files), and
-// the URL's base without userinfo or a trailing slash.
+// promClient is an HTTP client of the connection's, and the URL's base
+// without userinfo or a trailing slash.
 func promClient(c prom.Connection) (*http.Client, string, error) {
-	u, err := url.Parse(c.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, "", errors.New("is not a URL like http://prometheus:9090")
+	rt, err := c.RoundTripper()
+	if err != nil {
+		return nil, "", err
 	}
-	if u.User != nil && c.BasicUser == "" {
-		c.BasicUser = u.User.Username()
-		c.BasicPassword, _ = u.User.Password()
-	}
+	u, _ := url.Parse(c.URL) // checked by RoundTripper
 	u.User = nil
-	tlsCfg := &tls.Config{InsecureSkipVerify: c.Insecure} //nolint:gosec // the user asked for it
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("CA certificate: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, "", fmt.Errorf("CA certificate: %s holds no PEM certificate", c.CAFile)
-		}
-		tlsCfg.RootCAs = pool
-	}
-	if c.CertFile != "" || c.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("client certificate: %v", err)
-		}
-		tlsCfg.Certificates = []tls.Certificate{cert}
-	}
-	base := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsCfg}
-	return &http.Client{Transport: headerTransport{base, c}}, strings.TrimRight(u.String(), "/"), nil
-}
-
-type headerTransport struct {
-	base http.RoundTripper
-	conn prom.Connection
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.conn.Headers {
-		r.Header.Set(k, v)
-	}
-	switch {
-	case t.conn.BearerToken != "":
-		r.Header.Set("Authorization", "Bearer "+t.conn.BearerToken)
-	case t.conn.BasicUser != "":
-		r.SetBasicAuth(t.conn.BasicUser, t.conn.BasicPassword)
-	}
-	return t.base.RoundTrip(r)
+	return &http.Client{Transport: rt}, strings.TrimRight(u.String(), "/"), nil
 }
 
 // apiDiagnosis is GET /api/v1/diagnosis?selector=…&window=…&end=…: the
