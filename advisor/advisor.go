@@ -240,9 +240,7 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 	t.Conditions = conditions(e)
 	t.LatencyMap = latencyMap(e)
 	t.Evidence = e.Values.Tree()
-	if len(e.Curves) > 0 {
-		t.Curves = e.Curves
-	}
+	t.Curves = e.TrustedCurves()
 	for _, m := range e.Members {
 		mm := Member{Target: m.Target, Evidence: map[string]float64{}}
 		for _, p := range memberFields {

@@ -201,8 +201,7 @@ type Evidence struct {
 	Members []*Evidence
 	// Text holds names messages may cite (TextFields documents the keys).
 	Text map[string]string
-	// Curves are small point series for charts: "prompt_ttft" is median
-	// TTFT (s) by prompt length (tokens).
+	// Curves are small point series for charts, keyed as Curves documents.
 	Curves map[string][][2]float64
 	// Inconsistencies are contradictions found in the evidence; the nodes
 	// they name are withheld from rules.

@@ -389,8 +389,14 @@ func attachOne(w *window.Window, e *evidence.Evidence, owner map[string]*evidenc
 			if len(pts) == 0 {
 				continue
 			}
-			series[m.Key] = evidence.Summarise(mean(pts))
+			avg := mean(pts)
+			series[m.Key] = evidence.Summarise(avg)
 			e.Cite("resource."+m.Key, evidence.Source{Metric: n, From: w.From})
+			if k := evidence.CurveOf("resource." + m.Key); k != "" {
+				if tl := w.Timeline(avg); len(tl) > 0 {
+					e.Curves[k] = tl
+				}
+			}
 			break
 		}
 	}

@@ -155,10 +155,10 @@ func (b *builder) ttftTrend() {
 			}
 		}
 	}
-	p99 := make([]float64, len(steps))
+	p99, p50 := make([]float64, len(steps)), make([]float64, len(steps))
 	var xs, ys []float64
 	for i, m := range steps {
-		p99[i] = math.NaN()
+		p99[i], p50[i] = math.NaN(), math.NaN()
 		if m == nil {
 			continue
 		}
@@ -175,11 +175,14 @@ func (b *builder) ttftTrend() {
 			p99[i] = q
 			xs, ys = append(xs, float64(i)), append(ys, q)
 		}
+		p50[i] = window.Quantile(0.5, bk)
 	}
 	if len(xs) < 2 {
 		return
 	}
 	b.v.Stage.TTFTP99Steps = evidence.Summarise(p99)
+	b.curve("ttft_p99_steps", p99)
+	b.curve("ttft_p50_steps", p50)
 	b.cite("stage.ttft_p99_steps", name)
 	if len(xs) >= 4 {
 		slope, mean := window.LeastSquares(xs, ys)
@@ -260,7 +263,15 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 		return s
 	}
 	b.cite(path, name)
+	b.curve(evidence.CurveOf(path), points)
 	return s
+}
+
+// curve keeps points through the window for charts, under key ("": none).
+func (b *builder) curve(key string, points []float64) {
+	if pts := b.w.Timeline(points); key != "" && len(pts) > 0 {
+		b.e.Curves[key] = pts
+	}
 }
 
 // counter sums a counter's increase over the target's series.
