@@ -76,6 +76,9 @@ type TargetReport struct {
 	// Curves are small point series for charts (prompt_ttft: median TTFT
 	// by prompt length).
 	Curves map[string][][2]float64 `json:"curves,omitempty"`
+	// Text holds names findings cite (evidence.TextFields: the outlier
+	// instance of a fleet).
+	Text map[string]string `json:"text,omitempty"`
 }
 
 // Primary is the verdict: the root-cause bottleneck.
@@ -241,6 +244,9 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 	t.LatencyMap = latencyMap(e)
 	t.Evidence = e.Values.Tree()
 	t.Curves = e.TrustedCurves()
+	if len(e.Text) > 0 {
+		t.Text = e.Text
+	}
 	for _, m := range e.Members {
 		mm := Member{Target: m.Target, Evidence: map[string]float64{}}
 		for _, p := range memberFields {

@@ -38,6 +38,10 @@ type Options struct {
 	Width int
 	// IsTerminal tells auto whether the writer is a terminal.
 	IsTerminal bool
+	// Nav are links an HTML page shows above the report (serve's pages).
+	Nav []Link
+	// Refresh reloads an HTML page every so many seconds; 0 never.
+	Refresh int
 }
 
 // Renderer writes diagnoses, checklists or both in one format. Each lives

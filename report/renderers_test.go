@@ -58,6 +58,13 @@ var wellFormed = map[string]func(t *testing.T, doc Document, out []byte){
 			t.Errorf("junit %s: %d tests, %v:\n%s", doc, s.Tests, err, out)
 		}
 	},
+	"html": func(t *testing.T, doc Document, out []byte) {
+		want := map[Document]string{DiagnosisDoc: "llmdoctor diagnosis", ChecklistDoc: "llmdoctor pre-launch checklist"}[doc]
+		if !strings.HasPrefix(string(out), "<!doctype html>") || !strings.Contains(string(out), want) {
+			t.Errorf("html %s is not a page with %q", doc, want)
+		}
+		selfContained(t, out)
+	},
 	"slack": func(t *testing.T, doc Document, out []byte) {
 		var msgs []SlackMessage
 		if err := json.Unmarshal(out, &msgs); err != nil || len(msgs) == 0 {
@@ -120,10 +127,10 @@ func TestEveryRendererIsTestedAndDocumented(t *testing.T) {
 
 // Names lists text and json first, and only the renderers of a document.
 func TestNames(t *testing.T) {
-	if got := strings.Join(Names(DiagnosisDoc), ","); got != "text,json,slack" {
+	if got := strings.Join(Names(DiagnosisDoc), ","); got != "text,json,html,slack" {
 		t.Errorf("diagnosis formats %s", got)
 	}
-	if got := strings.Join(Names(ChecklistDoc), ","); got != "text,json,junit,markdown,slack" {
+	if got := strings.Join(Names(ChecklistDoc), ","); got != "text,json,html,junit,markdown,slack" {
 		t.Errorf("checklist formats %s", got)
 	}
 	if _, ok := Lookup("junit"); !ok {

@@ -1,0 +1,225 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/evidence"
+)
+
+var updateHTML = flag.Bool("update-html", false, "rewrite report/testdata/html/*.html from their .json diagnoses")
+
+// selfContained fails unless page loads nothing: the CSP meta tag is there
+// and no element or style can fetch anything. Links people click (a rule's
+// docs, serve's navigation) are allowed; they load nothing on their own.
+func selfContained(t *testing.T, page []byte) {
+	t.Helper()
+	z := html.NewTokenizer(bytes.NewReader(page))
+	csp, inStyle := false, false
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			if !csp {
+				t.Error("no Content-Security-Policy meta tag")
+			}
+			return
+		case html.TextToken:
+			if inStyle {
+				css := strings.ToLower(string(z.Text()))
+				for _, bad := range []string{"url(", "@import", "@font-face"} {
+					if strings.Contains(css, bad) {
+						t.Errorf("the style sheet has %s", bad)
+					}
+				}
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); string(name) == "style" {
+				inStyle = false
+			}
+		case html.StartTagToken, html.SelfClosingTagToken:
+			tok := z.Token()
+			switch tok.Data {
+			case "script", "link", "img", "iframe", "object", "embed", "source", "video", "audio", "image", "use", "base", "form", "foreignobject":
+				t.Errorf("page has a <%s> element", tok.Data)
+			case "style":
+				inStyle = tt == html.StartTagToken
+			}
+			for _, a := range tok.Attr {
+				k := strings.ToLower(a.Key)
+				switch {
+				case strings.HasPrefix(k, "on"):
+					t.Errorf("<%s> has an event handler %s", tok.Data, k)
+				case k == "style" && strings.Contains(strings.ToLower(a.Val), "url("):
+					t.Errorf("<%s> style loads %q", tok.Data, a.Val)
+				case (k == "src" || k == "srcset" || k == "xlink:href" || k == "data" || k == "poster"):
+					t.Errorf("<%s> loads %s=%q", tok.Data, k, a.Val)
+				case k == "href" && tok.Data != "a":
+					t.Errorf("<%s> has href=%q", tok.Data, a.Val)
+				}
+			}
+			if tok.Data == "meta" {
+				var equiv, content string
+				for _, a := range tok.Attr {
+					switch a.Key {
+					case "http-equiv":
+						equiv = a.Val
+					case "content":
+						content = a.Val
+					}
+				}
+				if strings.EqualFold(equiv, "Content-Security-Policy") {
+					csp = true
+					if content != CSP {
+						t.Errorf("CSP %q, want %q", content, CSP)
+					}
+				}
+			}
+		}
+	}
+}
+
+func loadDiagnosis(t *testing.T, path string) *advisor.Diagnosis {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &advisor.Diagnosis{}
+	if err := json.Unmarshal(b, d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// The page of one demo diagnosis is a golden file: its charts' SVG and
+// the sections around them are reviewed like code.
+func TestHTMLGolden(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "html", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no diagnoses in testdata/html")
+	}
+	for _, f := range files {
+		d := loadDiagnosis(t, f)
+		var b bytes.Buffer
+		if err := HTML(&b, d, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		selfContained(t, b.Bytes())
+		golden := strings.TrimSuffix(f, ".json") + ".html"
+		if *updateHTML {
+			if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (go test ./report -update-html writes it)", err)
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Errorf("%s differs from the page rendered now; review the change and run go test ./report -update-html", golden)
+		}
+	}
+}
+
+// Every section the page promises is there for a diagnosis that has them,
+// and charts are drawn only from data that exists.
+func TestHTMLSections(t *testing.T) {
+	d := loadDiagnosis(t, filepath.Join("testdata", "html", "queue-bound.json"))
+	var b bytes.Buffer
+	if err := HTML(&b, d, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	tg := d.Targets[0]
+	for _, want := range []string{
+		`data-bottleneck="queueing"`, "Verdict: queueing", tg.Primary.Summary,
+		"Request conditions", "Latency map (mean TTFT", "Over the window",
+		`id="target-1-ttft"`, `id="target-1-queue"`, `id="target-1-kv"`, `id="target-1-gpu"`, `id="target-1-latency"`,
+		"no chart of prompt length", "Findings", "Next steps, cheapest first",
+		DocsBase + tg.Findings[0].Docs, "vllm:request_queue_time_seconds",
+		"scrape", "dcgm", "note: simulated scenario",
+	} {
+		if !strings.Contains(page, html.EscapeString(want)) && !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// Each cited number is on the page, formatted as every report does.
+	for _, f := range tg.Findings {
+		for k, v := range f.Evidence {
+			cell := `data-path="` + k + `">` + html.EscapeString(FormatValue(k, v)) + "<"
+			if !strings.Contains(page, cell) {
+				t.Errorf("finding %s: %s=%s not on the page", f.Rule, k, FormatValue(k, v))
+			}
+		}
+	}
+	if strings.Count(page, "<svg") != 5 {
+		t.Errorf("%d charts, want 5 (latency, TTFT, queue, KV, GPU)", strings.Count(page, "<svg"))
+	}
+}
+
+// A curve of withheld evidence is never drawn, and a page with nothing to
+// chart says what is missing instead.
+func TestHTMLNoDataNoChart(t *testing.T) {
+	d := &advisor.Diagnosis{Schema: advisor.Schema, Targets: []advisor.TargetReport{{Target: evidence.Target{Model: "m"},
+		Primary: advisor.Primary{Status: "inconclusive", Summary: "nothing"}}}}
+	var b bytes.Buffer
+	if err := HTML(&b, d, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	selfContained(t, b.Bytes())
+	page := b.String()
+	if strings.Contains(page, "<svg") {
+		t.Error("a chart without data")
+	}
+	for _, want := range []string{"no chart of TTFT per step", "no chart of GPU DRAM", "Verdict: inconclusive"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// Text from the diagnosis is escaped: a model name cannot inject markup.
+func TestHTMLEscapes(t *testing.T) {
+	d := &advisor.Diagnosis{Schema: advisor.Schema, Notes: []string{`<script>alert(1)</script>`},
+		Targets: []advisor.TargetReport{{Target: evidence.Target{Model: `m"><img src=x onerror=alert(1)>`},
+			Primary: advisor.Primary{Status: "found", Bottleneck: "queueing", Summary: "<b>x</b>"}}}}
+	var b bytes.Buffer
+	if err := HTML(&b, d, Options{Nav: []Link{{Text: "<i>", Href: "javascript:alert(1)"}}}); err != nil {
+		t.Fatal(err)
+	}
+	selfContained(t, b.Bytes())
+	if strings.Contains(b.String(), "javascript:") {
+		t.Error("a javascript: link survived")
+	}
+}
+
+func TestChecklistHTML(t *testing.T) {
+	c := sampleChecklist()
+	var b bytes.Buffer
+	if err := ChecklistHTML(&b, c, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	selfContained(t, b.Bytes())
+	page := b.String()
+	for _, want := range []string{"NOT READY", `data-item="measurement/non-streaming" data-status="fail"`,
+		`data-item="check/kv-headroom" data-status="cannot check"`, `data-status="pass"`, "does not stream &lt;&amp;&gt;",
+		"fix [config] stream", "how: scrape the server", "1 passed · 1 failed · 1 could not be checked"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("checklist page lacks %q", want)
+		}
+	}
+	// Failures come first.
+	if strings.Index(page, "non-streaming") > strings.Index(page, "fixed-prompt-lengths") {
+		t.Error("a passing item is listed before the failure")
+	}
+}
