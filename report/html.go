@@ -613,7 +613,11 @@ func memberCharts(id string, t advisor.TargetReport) []pageChart {
 		var bars []chart.Bar
 		for _, mb := range t.Members {
 			if x, ok := mb.Evidence[m.path]; ok {
-				bars = append(bars, chart.Bar{Label: memberName(mb.Target), Value: x,
+				label := mb.Target.Instance
+				if mb.Target.Engine != "" {
+					label = "engine " + mb.Target.Engine
+				}
+				bars = append(bars, chart.Bar{Label: label, Value: x,
 					Highlight: outlier[m.path] != "" && mb.Target.Instance == outlier[m.path] && mb.Target.Engine == ""})
 			}
 		}

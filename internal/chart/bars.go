@@ -47,7 +47,8 @@ func (c Bars) SVG() string {
 	}
 	labelW, valueW := 0.0, 0.0
 	for _, r := range rows {
-		labelW = math.Max(labelW, textWidth(r.label, fontSize))
+		// Highlighted labels are bold too.
+		labelW = math.Max(labelW, textWidth(r.label, fontSize)*1.08)
 		// Highlighted values are bold: allow a little more.
 		valueW = math.Max(valueW, textWidth(r.value, fontSize)*1.08)
 	}
@@ -71,11 +72,11 @@ func (c Bars) SVG() string {
 		if r.highlight {
 			fill, weight = vermilion, ` font-weight="700"`
 		}
-		d.text(8+labelW, base, "end", fmt.Sprintf(`fill="%s"%s`, textColor, weight), r.label, labelW, fontSize)
+		d.text(8+labelW, base, "end", fmt.Sprintf(`fill="%s"%s`, textColor, weight), r.label, labelW/1.08, fontSize)
 		vx := zero
 		if r.ok {
 			a, b := math.Min(zero, px(r.v)), math.Max(zero, px(r.v))
-			d.f(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>`+"\n",
+			d.f(`<rect class="data" x="%s" y="%s" width="%s" height="%s" fill="%s"/>`+"\n",
 				num(a), num(y+(barRowH-barThickness)/2), num(b-a), num(barThickness), fill)
 			vx = b
 		}

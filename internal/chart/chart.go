@@ -229,6 +229,23 @@ func truncate(s string, max, size float64) string {
 	return strings.TrimRight(string(r), " ") + "…"
 }
 
+// truncateMiddle cuts s to max by dropping its middle: category labels
+// (instance addresses) differ at their ends more often than at their starts.
+func truncateMiddle(s string, max, size float64) string {
+	if textWidth(s, size) <= max {
+		return s
+	}
+	r := []rune(s)
+	for len(r) > 1 {
+		cut := string(r[:(len(r)+1)/2]) + "…" + string(r[(len(r)+1)/2+1:])
+		r = append(r[:(len(r)+1)/2], r[(len(r)+1)/2+1:]...)
+		if textWidth(cut, size) <= max {
+			return cut
+		}
+	}
+	return "…"
+}
+
 // doc accumulates one SVG element.
 type doc struct{ strings.Builder }
 
@@ -266,7 +283,11 @@ func (d *doc) text(x, y float64, anchor, attrs, s string, max, size float64) {
 	}
 	d.WriteString(">")
 	if max > 0 {
-		if t := truncate(s, max, size); t != s {
+		cut := truncate
+		if anchor == "end" {
+			cut = truncateMiddle
+		}
+		if t := cut(s, max, size); t != s {
 			d.f("<title>%s</title>%s</text>\n", esc(s), esc(t))
 			return
 		}

@@ -252,7 +252,7 @@ func TestLineBreaks(t *testing.T) {
 	c := Line{X: Axis{Unit: Elapsed}, Series: []Series{{Name: "a", Points: [][2]float64{
 		{0, 1}, {30, 2}, {60, nan}, {90, 2}, {120, 3}, {150, 3}, {180, 2}, {480, 1}, {510, 1}, {540, 2}}}}}
 	s := c.SVG()
-	d := regexp.MustCompile(`<path d="(M[^"]*L[^"]*)" stroke="#0072B2"`).FindStringSubmatch(s)
+	d := regexp.MustCompile(`<path class="data" d="(M[^"]*L[^"]*)" stroke="#0072B2"`).FindStringSubmatch(s)
 	if d == nil {
 		t.Fatalf("no series path in\n%s", s)
 	}

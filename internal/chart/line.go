@@ -134,7 +134,7 @@ func (c Line) SVG() string {
 		var dots []string
 		for _, run := range s.runs {
 			if len(run) == 1 {
-				dots = append(dots, fmt.Sprintf(`<circle cx="%s" cy="%s" r="3" fill="%s" stroke="none"/>`, num(f.px(run[0][0])), num(f.py(run[0][1])), color(i)))
+				dots = append(dots, fmt.Sprintf(`<circle class="data" cx="%s" cy="%s" r="3" fill="%s" stroke="none"/>`, num(f.px(run[0][0])), num(f.py(run[0][1])), color(i)))
 				continue
 			}
 			for j, p := range run {
@@ -146,7 +146,7 @@ func (c Line) SVG() string {
 			}
 		}
 		if path.Len() > 0 {
-			d.f(`<path d="%s" stroke="%s"%s/>`+"\n", path.String(), color(i), dashAttr(dash(i)))
+			d.f(`<path class="data" d="%s" stroke="%s"%s/>`+"\n", path.String(), color(i), dashAttr(dash(i)))
 		}
 		for _, c := range dots {
 			d.WriteString(c + "\n")

@@ -69,14 +69,14 @@ func (c Scatter) SVG() string {
 			continue
 		}
 		seen[k] = true
-		d.f(`<circle cx="%s" cy="%s" r="3"/>`+"\n", k[0], k[1])
+		d.f(`<circle class="data" cx="%s" cy="%s" r="3"/>`+"\n", k[0], k[1])
 	}
 	d.WriteString("</g>\n")
 	if hasFit {
 		if x0, x1, ok := clipLine(fit, data.xmin, data.xmax, ys.lo, ys.hi); ok {
 			y0 := clamp(fit.Intercept+fit.Slope*x0, ys.lo, ys.hi)
 			y1 := clamp(fit.Intercept+fit.Slope*x1, ys.lo, ys.hi)
-			d.f(`<path d="M%s %sL%s %s" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="6 3"/>`+"\n",
+			d.f(`<path class="data fit" d="M%s %sL%s %s" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="6 3"/>`+"\n",
 				num(f.px(x0)), num(f.py(y0)), num(f.px(x1)), num(f.py(y1)), vermilion)
 		}
 	}

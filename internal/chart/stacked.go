@@ -107,7 +107,7 @@ func (c Stacked) SVG() string {
 		}
 		w := r.v / whole * (x1 - x0)
 		// A white edge separates neighbours without relying on colour.
-		d.f(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#fff"/>`+"\n", num(x), num(top), num(w), num(stackedBarH), color(i))
+		d.f(`<rect class="data" x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#fff"/>`+"\n", num(x), num(top), num(w), num(stackedBarH), color(i))
 		if textWidth(r.name, fontSize)+8 <= w {
 			d.text(x+w/2, top+stackedBarH/2+4, "middle", fmt.Sprintf(`fill="%s"`, segmentText(i)), r.name, 0, fontSize)
 		}
