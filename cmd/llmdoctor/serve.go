@@ -39,6 +39,7 @@ type serveOpts struct {
 	externalURL    string
 	maxConcurrent  int
 	requestTimeout time.Duration
+	reportHistory  int
 	groupBy        []string
 	rulesConfig    string
 	rulesDirs      []string
@@ -66,11 +67,13 @@ func newServeWith(o *serveOpts) *cobra.Command {
 			"/alertmanager, diagnoses each firing alert group over the time since it began and\n" +
 			"posts one message per group (a resolution replies in its thread). With a signing\n" +
 			"secret it answers the /llmdoctor slash command; with --watch it diagnoses every\n" +
-			"target every --every and posts when a verdict changes. GET\n" +
-			"/api/v1/diagnosis?selector=…&window=… answers the JSON contract, GET /metrics the\n" +
-			"verdicts and findings, GET /healthz and /readyz the probes. Settings come from flags\n" +
-			"or from --config serve.yaml (a flag's name as key); flags win. docs/slack.md has the\n" +
-			"setup.",
+			"target every --every and posts when a verdict changes. GET / lists every target it\n" +
+			"diagnosed, with its verdict, and GET /report/{target} is its HTML report, the\n" +
+			"page Slack messages link to with --external-url (the last --report-history runs of\n" +
+			"each target, kept in memory: lost on restart). GET /api/v1/diagnosis?selector=…&window=…\n" +
+			"answers the JSON contract, GET /metrics the verdicts and findings, GET /healthz and\n" +
+			"/readyz the probes. Settings come from flags or from --config serve.yaml (a flag's\n" +
+			"name as key); flags win. docs/slack.md has the setup.",
 		Example: "  LLMDOCTOR_SLACK_TOKEN=xoxb-… llmdoctor serve --prom http://prometheus:9090 --slack-channel C0123ABCD \\\n" +
 			"      --alertmanager-token-file /secrets/am-token --external-url https://llmdoctor.example.com\n" +
 			"  llmdoctor serve --config serve.yaml",
@@ -90,7 +93,8 @@ func newServeWith(o *serveOpts) *cobra.Command {
 	f.Lookup("selector").Usage = `label matchers added to every query, e.g. namespace="prod"`
 	f.StringVar(&o.listen, "listen", ":8080", "address to serve HTTP on")
 	f.StringVar(&o.configFile, "config", "", "serve.yaml: settings as flag-name: value (docs/slack.md); flags on the command line win")
-	f.StringVar(&o.externalURL, "external-url", "", "this server's URL as users reach it, for the report link in Slack messages")
+	f.StringVar(&o.externalURL, "external-url", "", "this server's URL as users reach it, for the report link in Slack messages (to GET /report/…)")
+	f.IntVar(&o.reportHistory, "report-history", server.DefaultReportHistory, "runs of each target kept for the report pages (GET / and /report/…), in memory: lost on restart")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", 4, "diagnoses in flight at once; more are answered busy (HTTP 429)")
 	f.DurationVar(&o.requestTimeout, "request-timeout", time.Minute, "longest one diagnosis may take")
 	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")
@@ -194,8 +198,10 @@ func (o *serveOpts) config(f *pflag.FlagSet) (server.Config, error) {
 		return cfg, usageErr("--max-concurrent %d: want at least 1", o.maxConcurrent)
 	case o.requestTimeout <= 0:
 		return cfg, usageErr("--request-timeout %s: want a positive duration such as 1m", units.ShortDuration(o.requestTimeout))
+	case o.reportHistory < 1:
+		return cfg, usageErr("--report-history %d: keep at least 1 run of each target", o.reportHistory)
 	}
-	cfg.MaxConcurrent, cfg.RequestTimeout = o.maxConcurrent, o.requestTimeout
+	cfg.MaxConcurrent, cfg.RequestTimeout, cfg.ReportHistory = o.maxConcurrent, o.requestTimeout, o.reportHistory
 	if o.externalURL != "" {
 		u, err := url.Parse(o.externalURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

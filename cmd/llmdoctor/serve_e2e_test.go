@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,8 +277,13 @@ alerting:
 		t.Errorf("the message does not say which alert it answers:\n%s", blocks.String())
 	}
 
-	// The message's report link gives the same verdict; the metrics hold it.
-	link := regexp.MustCompile(`<(https?://[^|>]+/api/v1/diagnosis\?[^|>]+)\|Full report>`).FindStringSubmatch(blocks.String())
+	// The message's report link is the HTML page of the run that posted
+	// it; the JSON API gives the same verdict; the metrics hold it.
+	model := regexp.MustCompile(`queueing on model (\S+):`).FindStringSubmatch(text)
+	if model == nil {
+		t.Fatalf("no model in %q", text)
+	}
+	link := regexp.MustCompile(`<(https?://[^|>]+/report/[^|>]+)\|Full report>`).FindStringSubmatch(blocks.String())
 	if link == nil {
 		t.Fatalf("no report link in the message:\n%s", blocks.String())
 	}
@@ -286,14 +292,23 @@ alerting:
 	if err != nil {
 		t.Fatal(err)
 	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(string(page), html.EscapeString(model[1])) || !strings.Contains(string(page), "queueing") {
+		t.Fatalf("the report link: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), tail(string(page), 20))
+	}
+	resp, err = http.Get(llmdoctor + "/api/v1/diagnosis?selector=" + url.QueryEscape(`model_name="`+model[1]+`"`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var d advisor.Diagnosis
 	err = json.NewDecoder(resp.Body).Decode(&d)
 	resp.Body.Close()
-	if err != nil || len(d.Targets) != 1 || d.Targets[0].Primary.Bottleneck != "queueing" {
-		t.Fatalf("the report link: %v %+v", err, d.Targets)
+	if err != nil || len(d.Targets) != 1 || d.Targets[0].Primary.Bottleneck != "queueing" || d.Targets[0].Target.Model != model[1] {
+		t.Fatalf("the API: %v %+v", err, d.Targets)
 	}
-	model := d.Targets[0].Target.Model
-	if n := scrapeCount(t, llmdoctor, fmt.Sprintf(`llmdoctor_verdict{bottleneck="queueing",model=%q,served_by="vllm",status="found",target=%q}`, model, "model_name="+model)); n != 1 {
+	if n := scrapeCount(t, llmdoctor, fmt.Sprintf(`llmdoctor_verdict{bottleneck="queueing",model=%q,served_by="vllm",status="found",target=%q}`, model[1], "model_name="+model[1])); n != 1 {
 		t.Errorf("llmdoctor_verdict for the target is %v", n)
 	}
 	if r, err := http.Get(llmdoctor + "/readyz"); err != nil || r.StatusCode != http.StatusOK {

@@ -45,6 +45,7 @@ window: 30m
 selector: namespace="inference"
 listen: 127.0.0.1:9999
 max-concurrent: 2
+report-history: 5
 external-url: https://llmdoctor.example.com
 slack-channel: C0LLMDOC
 slack-token-file: `+token+`
@@ -64,8 +65,8 @@ prom-header: ["X-Scope-OrgID: team-a"]
 		t.Errorf("the flags did not win: window %s, max-concurrent %d", cfg.Prom.Options.Window, cfg.MaxConcurrent)
 	case cfg.Prom.Connection.Headers["X-Scope-OrgID"] != "team-a":
 		t.Errorf("headers %v", cfg.Prom.Connection.Headers)
-	case cfg.ExternalURL != "https://llmdoctor.example.com":
-		t.Errorf("external URL %q", cfg.ExternalURL)
+	case cfg.ExternalURL != "https://llmdoctor.example.com" || cfg.ReportHistory != 5:
+		t.Errorf("external URL %q, report history %d", cfg.ExternalURL, cfg.ReportHistory)
 	case cfg.Slack.Token != "xoxb-serve-test-123" || cfg.Slack.Channel != "C0LLMDOC":
 		t.Errorf("Slack %+v", cfg.Slack)
 	case cfg.Alertmanager == nil || cfg.Alertmanager.Token != "am-token-456" || cfg.Alertmanager.LeadIn != 5*time.Minute ||
@@ -76,7 +77,8 @@ prom-header: ["X-Scope-OrgID: team-a"]
 	}
 	// Without a Slack destination: the API and metrics only.
 	cfg, err = serveConfig(t, "--prom", "http://prometheus:9090")
-	if err != nil || cfg.Alertmanager != nil || cfg.Slack.Token != "" || cfg.Prom.Options.Window != 15*time.Minute || cfg.MaxConcurrent != 4 {
+	if err != nil || cfg.Alertmanager != nil || cfg.Slack.Token != "" || cfg.Prom.Options.Window != 15*time.Minute || cfg.MaxConcurrent != 4 ||
+		cfg.ReportHistory != server.DefaultReportHistory {
 		t.Fatalf("defaults: %v %+v", err, cfg)
 	}
 }
@@ -99,6 +101,8 @@ func TestServeConfigRefusals(t *testing.T) {
 		{[]string{"--prom", "http://p:9090", "--selector", "namespace=prod"}, "--selector"},
 		{[]string{"--prom", "http://p:9090", "--max-concurrent", "0"}, "--max-concurrent 0"},
 		{[]string{"--prom", "http://p:9090", "--request-timeout", "0s"}, "--request-timeout"},
+		{[]string{"--prom", "http://p:9090", "--report-history", "0"}, "--report-history 0"},
+		{yamlFile("prom: http://p:9090\nreport-history: -3\n"), "--report-history -3"},
 		{[]string{"--prom", "http://p:9090", "--external-url", "llmdoctor.example.com"}, "--external-url"},
 		{[]string{"--prom", "http://p:9090", "--slack-channel", "C0"}, "--slack-channel applies to a bot token"},
 		{[]string{"--prom", "http://p:9090", "--alertmanager-token-file", empty}, "the Alertmanager receiver posts to Slack"},

@@ -273,14 +273,14 @@ func (s *Server) amFire(w http.ResponseWriter, m *amMessage, key string) {
 		"selector", req.Selector, "window", model.Duration(req.Window).String())
 	s.background(func() {
 		defer close(g.done)
-		d, err := s.diagnoseHeld(context.Background(), req)
+		d, runs, err := s.diagnoseHeld(context.Background(), req)
 		release()
 		var msgs []report.SlackMessage
 		if err != nil {
 			s.log.Warn("alertmanager: diagnosis failed", "group", m.GroupKey, "selector", req.Selector, "err", err)
 			msgs = []report.SlackMessage{s.amFailure(m, firing, req, err)}
 		} else {
-			msgs = s.amMessages(d, m, firing, req)
+			msgs = s.amMessages(d, runs, m, firing, req)
 		}
 		res, err := s.post(context.Background(), msgs)
 		if len(res) == 0 {
@@ -478,7 +478,7 @@ func (s *Server) amRequest(alerts []amAlert) Request {
 		w = max(def, now.Sub(start)+s.am.cfg.LeadIn)
 	}
 	w = min((w+time.Minute-1)/time.Minute*time.Minute, MaxWindow)
-	return Request{Selector: strings.Join(matchers, ","), Window: w, End: now, Latest: true}
+	return Request{Selector: strings.Join(matchers, ","), Window: w, End: now, Latest: true, Trigger: TriggerAlertmanager}
 }
 
 // matcher selects a label's values: label="v", or label=~"v1|v2" with
@@ -499,7 +499,9 @@ func matcher(label string, vals map[string]bool) string {
 	return label + "=~" + strconv.Quote(strings.Join(vs, "|"))
 }
 
-// reportURL links to the API's diagnosis of the same selector and window.
+// reportURL links to the API's diagnosis of the same selector and window:
+// the link of a failure ("try again"), and of a target whose run was not
+// kept for the report pages.
 func (s *Server) reportURL(req Request) string {
 	if s.cfg.ExternalURL == "" {
 		return ""
@@ -516,8 +518,9 @@ func (s *Server) reportURL(req Request) string {
 
 // amMessages is the group's message: the most severe target's, with the
 // alert it answers named, and the other targets' main messages in its
-// thread after its details (a webhook posts the first alone).
-func (s *Server) amMessages(d *advisor.Diagnosis, m *amMessage, firing []amAlert, req Request) []report.SlackMessage {
+// thread after its details (a webhook posts the first alone). Each
+// target's message links to its run's report page.
+func (s *Server) amMessages(d *advisor.Diagnosis, runs []runRef, m *amMessage, firing []amAlert, req Request) []report.SlackMessage {
 	opts := report.SlackOptions{ReportURL: s.reportURL(req)}
 	for _, a := range firing {
 		if u, err := url.Parse(a.GeneratorURL); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
@@ -525,7 +528,7 @@ func (s *Server) amMessages(d *advisor.Diagnosis, m *amMessage, firing []amAlert
 			break
 		}
 	}
-	msgs := report.SlackDiagnosis(d, opts)
+	msgs := s.slackMessages(d, runs, opts)
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -550,8 +553,11 @@ func (s *Server) amMessages(d *advisor.Diagnosis, m *amMessage, firing []amAlert
 	first.Details = append([]slack.WebhookMessage(nil), first.Details...)
 	for i, o := range msgs[1:] {
 		if i == maxExtraTargets {
-			first.Details = append(first.Details, slack.WebhookMessage{
-				Text: slackText(fmt.Sprintf("+%d more targets: see the full report", len(msgs)-1-maxExtraTargets))})
+			more := fmt.Sprintf("+%d more targets: see the full report", len(msgs)-1-maxExtraTargets)
+			if s.cfg.ExternalURL != "" {
+				more = fmt.Sprintf("+%d more targets: each has its report on %s/", len(msgs)-1-maxExtraTargets, strings.TrimRight(s.cfg.ExternalURL, "/"))
+			}
+			first.Details = append(first.Details, slack.WebhookMessage{Text: slackText(more)})
 			break
 		}
 		first.Details = append(first.Details, o.Main)
@@ -581,11 +587,12 @@ func (s *Server) amFailure(m *amMessage, firing []amAlert, req Request, err erro
 	case errors.Is(err, context.DeadlineExceeded):
 		why = "it took longer than the request timeout"
 	}
-	text := fmt.Sprintf("? %s firing: llmdoctor could not diagnose it over %s: %s", alertName(m, firing), model.Duration(req.Window), why)
+	text := slackText(fmt.Sprintf("? %s firing: llmdoctor could not diagnose it over %s: %s", alertName(m, firing), model.Duration(req.Window), why))
 	if u := s.reportURL(req); u != "" {
-		text += " · try again: " + u
+		// After the line is cut to its length: a cut link fails.
+		text += " · try again: " + mrkdwn(u)
 	}
-	return report.SlackMessage{Target: "alert", Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: slackText(text)}}
+	return report.SlackMessage{Target: "alert", Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: text}}
 }
 
 // alertName names a group by its alerts' names.

@@ -239,11 +239,16 @@ func TestAlertmanagerPostsOncePerGroup(t *testing.T) {
 	enc := json.NewEncoder(&blocks)
 	enc.SetEscapeHTML(false)
 	enc.Encode(msg.Payload["attachments"])
-	for _, want := range []string{"Alertmanager: *VLLMQueueBacklog* firing", "<https://llmdoctor.example.com/api/v1/diagnosis?end=2026-12-01T00%3A20%3A00Z&amp;selector=model_name%3D%22llama-3-8b%22%2Cnamespace%3D%22inference%22&amp;window=50m|Full report>",
+	// The full report is the HTML page of the run that made the message
+	// (pages_test.go follows such links).
+	for _, want := range []string{"Alertmanager: *VLLMQueueBacklog* firing", "<https://llmdoctor.example.com/report/llama-3-8b/20261201-002000|Full report>",
 		"http://prometheus:9090/graph"} {
 		if !strings.Contains(blocks.String(), want) {
 			t.Errorf("the message lacks %s:\n%s", want, blocks.String())
 		}
+	}
+	if w := apiGet(h.s, "/report/llama-3-8b/20261201-002000"); w.Code != http.StatusOK {
+		t.Errorf("the message's report link: %d %s", w.Code, w.Body)
 	}
 	if got := scrapeValue(t, h.s, `llmdoctor_alertmanager_notifications_total{outcome="duplicate"}`); got != 3 {
 		t.Errorf("%v duplicates counted, want 3", got)

@@ -125,6 +125,8 @@ func (s *Server) apiDiagnosis(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	// Never Latest: an API call sets no metric and keeps no run.
+	req.Trigger = TriggerAPI
 	d, err := s.Diagnose(r.Context(), req)
 	if err != nil {
 		status, msg := httpError(err)

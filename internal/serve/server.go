@@ -7,9 +7,11 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +37,12 @@ type Config struct {
 	// Slack is where reports are posted; zero: nowhere.
 	Slack slackpost.Destination
 	// ExternalURL is this server's address as users reach it, for links
-	// in Slack messages ("" for none).
+	// in Slack messages ("" for none). Its path, if any, prefixes the
+	// links between the report pages (a proxy that strips it).
 	ExternalURL string
+	// ReportHistory is how many runs of each target the report pages
+	// keep, in memory (default DefaultReportHistory).
+	ReportHistory int
 	// MaxConcurrent bounds diagnoses in flight (default 4); a request
 	// beyond it is answered "busy" at once.
 	MaxConcurrent int
@@ -58,9 +64,12 @@ type Request struct {
 	End      time.Time
 	// Latest marks a diagnosis of the current window made by the server's
 	// own work (watch, Alertmanager, slash command): only those set the
-	// verdict metrics, so an API call over another window or a narrower
-	// selector cannot overwrite what alerts read.
+	// verdict metrics and are kept for the report pages, so an API call
+	// over another window or a narrower selector cannot overwrite what
+	// alerts read, nor push runs out of the history.
 	Latest bool
+	// Trigger says what asked (TriggerWatch, …); the report pages show it.
+	Trigger string
 }
 
 // ErrBusy is returned when MaxConcurrent diagnoses are in flight.
@@ -82,6 +91,12 @@ type Server struct {
 	am *amState
 	// ping checks that Prometheus answers (api.go; tests replace it).
 	ping func(ctx context.Context) error
+	// history is the runs the report pages show (history.go); base is
+	// the path of ExternalURL, which prefixes the pages' links.
+	history *history
+	base    string
+	// slackOn: the Slack app's routes are served.
+	slackOn bool
 }
 
 // New builds a server; routes of every part are registered here.
@@ -95,14 +110,28 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	switch {
+	case cfg.ReportHistory == 0:
+		cfg.ReportHistory = DefaultReportHistory
+	case cfg.ReportHistory < 0:
+		return nil, fmt.Errorf("report history %d: keep 1 run of each target or more", cfg.ReportHistory)
+	}
+	var base string
+	if cfg.ExternalURL != "" {
+		u, err := url.Parse(cfg.ExternalURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("external URL %q: want this server's URL, like https://llmdoctor.example.com", cfg.ExternalURL)
+		}
+		base = strings.TrimRight(u.EscapedPath(), "/")
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), sem: make(chan struct{}, cfg.MaxConcurrent), log: cfg.Logger, now: time.Now,
-		metrics: newMetrics()}
+		metrics: newMetrics(), history: newHistory(cfg.ReportHistory, historyMaxTargets), base: base}
 	s.diag = func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error) {
 		return diagnosis.Run(ctx, src, cfg.Rules, cfg.RuleConfig, nil)
 	}
 	s.ping = s.pingProm
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
-	for _, register := range []func() error{s.registerAPI, s.registerAlertmanager, s.registerSlackApp, s.registerWatch} {
+	for _, register := range []func() error{s.registerAPI, s.registerPages, s.registerAlertmanager, s.registerSlackApp, s.registerWatch} {
 		if err := register(); err != nil {
 			return nil, err
 		}
@@ -116,9 +145,16 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // Diagnose runs one diagnosis within the concurrency limit and the request
 // timeout.
 func (s *Server) Diagnose(ctx context.Context, req Request) (*advisor.Diagnosis, error) {
+	d, _, err := s.diagnose(ctx, req)
+	return d, err
+}
+
+// diagnose is Diagnose, with the runs it kept for the report pages (see
+// diagnoseHeld).
+func (s *Server) diagnose(ctx context.Context, req Request) (*advisor.Diagnosis, []runRef, error) {
 	release, ok := s.acquire()
 	if !ok {
-		return nil, ErrBusy
+		return nil, nil, ErrBusy
 	}
 	defer release()
 	return s.diagnoseHeld(ctx, req)
@@ -139,8 +175,10 @@ func (s *Server) acquire() (release func(), ok bool) {
 
 // diagnoseHeld is Diagnose for a caller holding a slot. Every diagnosis
 // counts in the metrics: its duration, its queries, and the verdict and
-// findings of each target it found.
-func (s *Server) diagnoseHeld(ctx context.Context, req Request) (*advisor.Diagnosis, error) {
+// findings of each target it found. One of the latest window is kept for
+// the report pages, each target a run: runs names them in d's order (a
+// zero runRef for a target not kept; nil when none is).
+func (s *Server) diagnoseHeld(ctx context.Context, req Request) (d *advisor.Diagnosis, runs []runRef, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	p := s.cfg.Prom
@@ -153,9 +191,16 @@ func (s *Server) diagnoseHeld(ctx context.Context, req Request) (*advisor.Diagno
 		p.Options.End = s.now()
 	}
 	start := time.Now()
-	d, err := s.diag(ctx, diagnosis.Sources{Prom: &p, GroupBy: p.Options.GroupBy})
-	s.metrics.observe(d, time.Since(start), s.now(), req.Latest)
-	return d, err
+	d, err = s.diag(ctx, diagnosis.Sources{Prom: &p, GroupBy: p.Options.GroupBy})
+	now := s.now()
+	s.metrics.observe(d, time.Since(start), now, req.Latest)
+	if err == nil && d != nil && req.Latest {
+		var rerr error
+		if runs, rerr = s.history.record(d, req.Trigger, now); rerr != nil {
+			s.log.Warn("report pages: a run was not kept", "trigger", req.Trigger, "err", rerr)
+		}
+	}
+	return d, runs, err
 }
 
 // joinSelectors joins two lists of label matchers, either of which may be

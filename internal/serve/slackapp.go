@@ -151,6 +151,7 @@ func (s *Server) registerSlackApp() error {
 		c.ResponseHosts = defaultResponseHosts
 	}
 	a := &slackApp{s: s, cfg: c, client: c.Client, clicks: newSeenSet(slackSeenMax), runs: &runCache{}, jobs: make(chan struct{}, slackJobsMax)}
+	s.slackOn = true
 	a.now = c.Now
 	if a.now == nil {
 		// The server's clock, read when asked: a test may set it after New.
@@ -568,14 +569,14 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 	started := a.start(func(ctx context.Context) {
 		defer release()
 		rp := a.responder(o.responseURL)
-		d, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(cmd.model), Window: cmd.window, End: end, Latest: true})
+		d, runs, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(cmd.model), Window: cmd.window, End: end, Latest: true, Trigger: TriggerSlash})
 		release()
 		log.Info("slack diagnosis", "model", cmd.model, "window", cmd.window, "err", err)
 		if err != nil {
 			a.postFailure(ctx, rp, o, cmd.model, cmd.window, err)
 			return
 		}
-		a.postDiagnosis(ctx, rp, o, cmd.model, cmd.window, end, d)
+		a.postDiagnosis(ctx, rp, o, cmd.model, cmd.window, end, d, runs)
 	})
 	if !started {
 		release()
@@ -683,9 +684,10 @@ func (v buttonValue) encode() string {
 
 // postDiagnosis posts one message per target: with a token and "in
 // channel", into the channel with its details in the thread; otherwise
-// to response_url with the buttons.
-func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, model string, window time.Duration, end time.Time, d *advisor.Diagnosis) {
-	msgs := report.SlackDiagnosis(d, report.SlackOptions{})
+// to response_url with the buttons. A target whose run was kept links to
+// its report page (with --external-url).
+func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, model string, window time.Duration, end time.Time, d *advisor.Diagnosis, runs []runRef) {
+	msgs := a.s.slackMessages(d, runs, report.SlackOptions{})
 	run := a.runs.put(msgs, a.now())
 	off := 0
 	value := func(i int, m report.SlackMessage) buttonValue {
@@ -961,14 +963,16 @@ func firstNonEmpty(s ...string) string {
 func (a *slackApp) rerun(ctx context.Context, o origin, v buttonValue, release func()) {
 	rp := a.responder(o.responseURL)
 	end := a.now()
-	d, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(v.TargetModel), Window: slackRerunWindow, End: end})
+	// Not the latest window the server tracks (one hour, whatever the
+	// default): neither the metrics nor the report pages take it.
+	d, runs, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(v.TargetModel), Window: slackRerunWindow, End: end, Trigger: TriggerSlash})
 	release()
 	a.s.log.Info("slack re-run", "model", v.TargetModel, "err", err)
 	if err != nil {
 		a.postFailure(ctx, rp, o, v.TargetModel, slackRerunWindow, err)
 		return
 	}
-	a.postDiagnosis(ctx, rp, o, v.TargetModel, slackRerunWindow, end, d)
+	a.postDiagnosis(ctx, rp, o, v.TargetModel, slackRerunWindow, end, d, runs)
 }
 
 // details posts the message's details: in its thread when it is in a
@@ -979,7 +983,7 @@ func (a *slackApp) details(ctx context.Context, o origin, v buttonValue) {
 	msgs, ok := a.runs.get(v.Run, a.now())
 	if !ok {
 		window, _ := time.ParseDuration(v.Window)
-		d, err := a.s.Diagnose(ctx, Request{Selector: modelSelector(v.Model), Window: window, End: time.Unix(v.End, 0)})
+		d, err := a.s.Diagnose(ctx, Request{Selector: modelSelector(v.Model), Window: window, End: time.Unix(v.End, 0), Trigger: TriggerSlash})
 		if err != nil {
 			a.postFailure(ctx, rp, o, v.Model, window, err)
 			return

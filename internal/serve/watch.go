@@ -196,7 +196,7 @@ func (s *Server) watchOnce(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := s.now()
-	d, err := s.Diagnose(ctx, Request{Selector: w.cfg.Selector, Latest: true})
+	d, runs, err := s.diagnose(ctx, Request{Selector: w.cfg.Selector, Latest: true, Trigger: TriggerWatch})
 	var none *diagnosis.NoTargetError
 	switch {
 	case err == nil:
@@ -210,7 +210,11 @@ func (s *Server) watchOnce(ctx context.Context) error {
 		s.log.Warn("watch: diagnosis failed; nothing compared this run", "err", err)
 		return err
 	}
-	obs := watchObserve(d, s.watchLinks(w, now))
+	var msgs []report.SlackMessage
+	if len(d.Targets) > 0 {
+		msgs = s.slackMessages(d, runs, s.watchLinks(w, now))
+	}
+	obs := watchObserve(d, msgs)
 	acts := w.st.step(obs, w.cfg.Hold, w.cold, now)
 	if len(obs) > 0 {
 		// The start is cold until a run has seen a target.
@@ -262,7 +266,9 @@ func (w *watcher) postContext(ctx context.Context) (context.Context, context.Can
 }
 
 // watchLinks links each message to the run's diagnosis as JSON on this
-// server's API, when the server knows its external URL.
+// server's API, when the server knows its external URL: the link of a
+// target whose run was not kept for the report pages (which the others
+// link to).
 func (s *Server) watchLinks(w *watcher, end time.Time) report.SlackOptions {
 	if s.cfg.ExternalURL == "" {
 		return report.SlackOptions{}
@@ -282,12 +288,11 @@ type watchObservation struct {
 }
 
 // observe turns a diagnosis into observations, one per target, in its
-// order, each with its rendered message.
-func watchObserve(d *advisor.Diagnosis, o report.SlackOptions) []watchObservation {
+// order, each with its rendered message (msgs, in the same order).
+func watchObserve(d *advisor.Diagnosis, msgs []report.SlackMessage) []watchObservation {
 	if len(d.Targets) == 0 {
 		return nil
 	}
-	msgs := report.SlackDiagnosis(d, o)
 	out := make([]watchObservation, 0, len(d.Targets))
 	for i, t := range d.Targets {
 		key, _ := json.Marshal(t.Target)

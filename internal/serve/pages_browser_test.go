@@ -1,0 +1,32 @@
+package serve
+
+import (
+	"testing"
+
+	"github.com/llmdoctor/llmdoctor/internal/browsertest"
+)
+
+// The index and a report, as serve answers them, open in headless Chromium
+// at a phone's width with no console error, no request beyond the page and
+// nothing wider than the screen.
+func TestReportPagesInBrowser(t *testing.T) {
+	b := browsertest.Start(t)
+	s, f := newPagesServer(t, Config{})
+	targets := []watchTV{{"meta-llama/Llama-3.1-70B-Instruct", "", "healthy"}, {"m-crit", "decode", "critical"}}
+	pagesRun(t, s, f, watchDiagOf(targets...), latestWatch)
+	pagesRun(t, s, f, watchDiagOf(targets...), latestWatch)
+	for _, path := range []string{"/", "/report/m-crit", "/?refresh=60"} {
+		w := apiGet(s, path)
+		checkPage(t, path, w, "")
+		p := b.Load(t, w.Body.Bytes(), 390)
+		if len(p.ConsoleErrors) > 0 {
+			t.Errorf("%s: console errors %q", path, p.ConsoleErrors)
+		}
+		if len(p.Requests) != 1 {
+			t.Errorf("%s: requests %q", path, p.Requests)
+		}
+		if o := p.Overflow(t); len(o) > 0 {
+			t.Errorf("%s: wider than 390 px: %q", path, o)
+		}
+	}
+}
