@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -84,7 +85,7 @@ func Text(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	}
 	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
 	p := &printer{w: w, width: width, st: st}
-	p.line(st.head.Render("llmdoctor diagnosis") + "  " + windowText(d))
+	p.pair(st.head.Render("llmdoctor diagnosis"), windowText(d))
 	for _, s := range d.Sources {
 		p.wrap("  ", sourceLine(s))
 	}
@@ -113,7 +114,7 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 	if c.Status != advisor.Pass {
 		verdict = st.crit.Render("✗ NOT READY")
 	}
-	p.line(st.head.Render("llmdoctor pre-launch checklist") + "  " + verdict)
+	p.pair(st.head.Render("llmdoctor pre-launch checklist"), verdict)
 	for _, s := range c.Sources {
 		p.wrap("  ", sourceLine(s))
 	}
@@ -122,7 +123,7 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 	}
 	for _, t := range c.Targets {
 		p.blank()
-		p.line(st.head.Render("── " + targetName(t.Target)))
+		p.fit(st.head.Render("── " + targetName(t.Target)))
 		for _, it := range t.Items {
 			mark := itemMark(it.Status)
 			switch {
@@ -149,7 +150,7 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 			}
 		}
 		p.blank()
-		p.line(st.dim.Render(fmt.Sprintf("%d passed · %d failed · %d could not be checked%s", t.Passed, t.Failed, t.CannotCheck,
+		p.fit(st.dim.Render(fmt.Sprintf("%d passed · %d failed · %d could not be checked%s", t.Passed, t.Failed, t.CannotCheck,
 			map[bool]string{true: " (strict: counts as failed)", false: ""}[c.Strict && t.CannotCheck > 0])))
 	}
 	return p.err
@@ -208,6 +209,28 @@ func (p *printer) line(s string) {
 
 func (p *printer) blank() { p.line("") }
 
+// pair writes a title and what follows it on one line when they fit, else
+// the rest indented on the lines below.
+func (p *printer) pair(title, rest string) {
+	if rest == "" || ansi.StringWidth(title)+2+ansi.StringWidth(rest) > p.width {
+		p.fit(title)
+		if rest != "" {
+			p.wrap("  ", rest)
+		}
+		return
+	}
+	p.line(title + "  " + rest)
+}
+
+// fit writes s as one line when it fits the width, else wrapped.
+func (p *printer) fit(s string) {
+	if ansi.StringWidth(s) <= p.width {
+		p.line(s)
+		return
+	}
+	p.wrap("", s)
+}
+
 // wrap writes text wrapped at spaces to the width, every line indented and
 // continuation lines indented two more.
 func (p *printer) wrap(indent, s string) {
@@ -224,23 +247,26 @@ func (p *printer) wrap(indent, s string) {
 		cur = ""
 	}
 	for _, word := range strings.Fields(s) {
-		for ansi.StringWidth(word) > limit {
-			// A word longer than the line (a URL): break it hard.
-			if cur != "" {
-				flush()
-			}
-			cur = ansi.Truncate(word, limit, "")
-			word = strings.TrimPrefix(word, cur)
+		if cur != "" && ansi.StringWidth(cur)+1+ansi.StringWidth(word) > limit {
 			flush()
 		}
-		switch {
-		case cur == "":
-			cur = word
-		case ansi.StringWidth(cur)+1+ansi.StringWidth(word) <= limit:
-			cur += " " + word
-		default:
+		for ansi.StringWidth(word) > limit {
+			// A word longer than the line (a URL): break it hard. Cut by
+			// display cells, escape sequences and all: a styled word is
+			// not a prefix of its plain text.
+			head := ansi.Truncate(word, limit, "")
+			n := ansi.StringWidth(head)
+			if n == 0 {
+				break // not one character fits: let it run over
+			}
+			cur = head
+			word = ansi.TruncateLeft(word, n, "")
 			flush()
+		}
+		if cur == "" {
 			cur = word
+		} else {
+			cur += " " + word
 		}
 	}
 	if cur != "" || first {
@@ -250,7 +276,7 @@ func (p *printer) wrap(indent, s string) {
 
 func (p *printer) section(name string) {
 	p.blank()
-	p.line(p.st.bold.Render(name))
+	p.fit(p.st.bold.Render(name))
 }
 
 func (p *printer) target(t advisor.TargetReport) {
@@ -260,8 +286,11 @@ func (p *printer) target(t advisor.TargetReport) {
 		// Which engine's metrics these are: one Prometheus may hold both.
 		name += " · " + t.Target.ServedBy
 	}
-	rule := strings.Repeat("─", max(3, p.width-ansi.StringWidth(name)-4))
-	p.line(p.st.head.Render("── " + name + " " + rule))
+	if n := ansi.StringWidth(name); n+7 <= p.width {
+		p.line(p.st.head.Render("── " + name + " " + strings.Repeat("─", p.width-n-4)))
+	} else {
+		p.wrap("", p.st.head.Render("── "+name))
+	}
 
 	pr := t.Primary
 	switch pr.Status {
@@ -290,6 +319,7 @@ func (p *printer) target(t advisor.TargetReport) {
 		p.wrap("  ", c)
 	}
 	p.latency(t.LatencyMap)
+	p.overWindow(t.Curves)
 	p.curve(t.Curves["prompt_ttft"], t.Conditions)
 
 	if len(t.Findings) > 0 {
@@ -357,7 +387,7 @@ func (p *printer) target(t advisor.TargetReport) {
 	if t.Checks.Bounded > 0 {
 		bounded = fmt.Sprintf(" (%d bounded)", t.Checks.Bounded)
 	}
-	p.line(p.st.dim.Render(fmt.Sprintf("checks: %d fired · %d quiet%s · %d could not run",
+	p.fit(p.st.dim.Render(fmt.Sprintf("checks: %d fired · %d quiet%s · %d could not run",
 		t.Checks.Fired, t.Checks.Quiet, bounded, t.Checks.Insufficient)))
 }
 
@@ -447,7 +477,10 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		{"prefill", m.Prefill, "computing the prompt"},
 		{"front", m.Front, "API server, tokenizer, hand-off"},
 	}
-	barWidth := p.width - 42
+	// Bars take what the 80-column layout gives them (38) and scale with
+	// the width; at least 10 columns, never past the line's end (25
+	// columns of name, value and share come first).
+	barWidth := max(0, min(p.width-25, max(p.width-42, 10)))
 	for _, x := range parts {
 		if x.v == nil {
 			p.line(fmt.Sprintf("  %-8s %8s  %s", x.name, "?", p.st.dim.Render("not exported")))
@@ -463,7 +496,7 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		p.line(fmt.Sprintf("  %-8s %8s %4s %s", x.name, units.Duration(*x.v), units.WholePercent(share), bar))
 	}
 	if m.Decode != nil && m.E2E != nil {
-		p.line(fmt.Sprintf("  then decode %s of mean end-to-end %s", units.Duration(*m.Decode), units.Duration(*m.E2E)))
+		p.wrap("  ", fmt.Sprintf("then decode %s of mean end-to-end %s", units.Duration(*m.Decode), units.Duration(*m.E2E)))
 	}
 	if m.ClientTTFT != nil {
 		p.clientLine(m)
@@ -478,6 +511,171 @@ func (p *printer) clientLine(m advisor.LatencyMap) {
 	p.wrap("  ", line)
 }
 
+// windowSeries are the time series drawn as sparklines "Over the window",
+// in this order: the curve key (x seconds from the window's start, y per
+// step; NaN for a step without data), its label and its unit.
+var windowSeries = []struct {
+	key, label string
+	format     func(float64) string
+}{
+	{"ttft_p99_steps", "TTFT p99", units.Duration},
+	{"waiting", "waiting", units.Number},
+}
+
+// sparkMin is how many finite points a series needs to be drawn: fewer
+// make no line worth reading.
+const sparkMin = 3
+
+// overWindow draws one sparkline per series in windowSeries that has
+// enough points, with its first and last values and its maximum in words:
+//
+//	TTFT p99  ▂▂▃▅▇█▇  1.20s → 3.40s (max 3.60s)
+//	waiting   ▁▁▄██▆▃  0 → 12 (max 316)
+//
+// The lines share one time axis, column for column, so that a spike in
+// one lines up with the other. When the line is too narrow for the marks
+// and the words, the words go on the line below.
+func (p *printer) overWindow(curves map[string][][2]float64) {
+	type row struct {
+		label, words string
+		pts          [][2]float64
+		top          float64
+	}
+	var rows []row
+	var all [][2]float64
+	for _, s := range windowSeries {
+		var pts [][2]float64
+		for _, pt := range curves[s.key] {
+			if !plottable(pt[0]) {
+				continue
+			}
+			all = append(all, pt) // a step without data is still a step
+			if plottable(pt[1]) {
+				pts = append(pts, pt)
+			}
+		}
+		if len(pts) < sparkMin {
+			continue
+		}
+		slices.SortStableFunc(pts, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+		top := 0.0
+		for _, pt := range pts {
+			top = max(top, pt[1])
+		}
+		rows = append(rows, row{s.label, fmt.Sprintf("%s → %s (max %s)",
+			s.format(pts[0][1]), s.format(pts[len(pts)-1][1]), s.format(top)), pts, top})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	// One grid for every series, the ones too sparse to draw included.
+	x0, step, n := stepGrid(all)
+	const lead = 12 // "  TTFT p99  "
+	words := 0
+	for _, r := range rows {
+		words = max(words, ansi.StringWidth(r.words))
+	}
+	cols, below := p.width-lead-2-words, false
+	if cols < min(n, 12) {
+		cols, below = max(1, p.width-lead), true
+	}
+	p.section("Over the window (heights from 0; blank: no data)")
+	for _, r := range rows {
+		marks := sparkline(onGrid(r.pts, x0, step, n), cols, r.top)
+		if below {
+			p.line(fmt.Sprintf("  %-8s  %s", r.label, marks))
+			p.wrap(strings.Repeat(" ", lead), r.words)
+			continue
+		}
+		// Every line of marks is as long (one grid, one width): the
+		// words line up.
+		p.line(fmt.Sprintf("  %-8s  %s  %s", r.label, marks, r.words))
+	}
+}
+
+// plottable says whether x can be drawn: not NaN, not infinite.
+func plottable(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// stepGrid finds the regular grid points lie on: the first x, the step
+// (the median gap between distinct xs, so that one late or doubled sample
+// does not change it) and how many steps span the points, at most 10000.
+func stepGrid(pts [][2]float64) (x0, step float64, n int) {
+	xs := make([]float64, len(pts))
+	for i, pt := range pts {
+		xs[i] = pt[0]
+	}
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	if len(xs) < 2 {
+		return xs[0], 1, 1
+	}
+	gaps := make([]float64, len(xs)-1)
+	for i := range gaps {
+		gaps[i] = xs[i+1] - xs[i]
+	}
+	slices.Sort(gaps)
+	step = gaps[(len(gaps)-1)/2]
+	n = int(math.Min((xs[len(xs)-1]-xs[0])/step+0.5, 9999)) + 1
+	return xs[0], step, n
+}
+
+// onGrid places points on n steps of the grid from x0: a step's value is
+// the largest that falls on it, NaN when none does.
+func onGrid(pts [][2]float64, x0, step float64, n int) []float64 {
+	ys := make([]float64, n)
+	for i := range ys {
+		ys[i] = math.NaN()
+	}
+	for _, pt := range pts {
+		k := min(max(int((pt[0]-x0)/step+0.5), 0), n-1)
+		if math.IsNaN(ys[k]) || pt[1] > ys[k] {
+			ys[k] = pt[1]
+		}
+	}
+	return ys
+}
+
+// sparkLevels are a sparkline's eight heights, lowest first.
+var sparkLevels = []rune("▁▂▃▄▅▆▇█")
+
+// sparkline draws ys in at most cols characters, one per point while they
+// fit. When there are more points than columns, each character stands for
+// a run of consecutive points (the series are one point per step) and
+// shows their maximum, so a one-step spike survives; a run with no finite
+// point is a space, so a gap never reads as a low value.
+//
+// Heights are scaled from 0 to top, not from the smallest value: the
+// block k of 8 stands for values in ((k-1)/8, k/8] of top, so a height is
+// in proportion to the value and a series that only wiggles (a p99 between
+// 1.9s and 2.1s) reads as flat, as it is, instead of as a cliff. Zero is the
+// lowest block; the words beside the line give the values.
+func sparkline(ys []float64, cols int, top float64) string {
+	n := len(ys)
+	if n == 0 || cols <= 0 {
+		return ""
+	}
+	cols = min(cols, n)
+	var b strings.Builder
+	for i := range cols {
+		peak := math.NaN()
+		for _, y := range ys[i*n/cols : (i+1)*n/cols] {
+			if plottable(y) && (math.IsNaN(peak) || y > peak) {
+				peak = y
+			}
+		}
+		if math.IsNaN(peak) {
+			b.WriteByte(' ')
+			continue
+		}
+		k := 0
+		if top > 0 {
+			k = int(math.Ceil(peak/top*float64(len(sparkLevels)))) - 1
+		}
+		b.WriteRune(sparkLevels[min(max(k, 0), len(sparkLevels)-1)])
+	}
+	return b.String()
+}
+
 // curve draws median TTFT against prompt length as a small chart.
 func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 	if len(pts) < 3 {
@@ -485,6 +683,10 @@ func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 	}
 	const rows = 7
 	cols := min(len(pts), p.width-14)
+	if cols < 3 {
+		return
+	}
+	pts = pts[:cols] // the scale and the labels are those of what is drawn
 	maxY, maxX := 0.0, 0.0
 	for _, pt := range pts {
 		maxY, maxX = max(maxY, pt[1]), max(maxX, pt[0])
@@ -497,7 +699,7 @@ func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 	for r := range grid {
 		grid[r] = []rune(strings.Repeat(" ", cols))
 	}
-	for i, pt := range pts[:cols] {
+	for i, pt := range pts {
 		r := rows - 1 - int(pt[1]/maxY*float64(rows-1)+0.5)
 		grid[max(0, min(rows-1, r))][i] = '•'
 	}

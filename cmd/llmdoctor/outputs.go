@@ -4,15 +4,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
 	"github.com/llmdoctor/llmdoctor/report"
 )
 
-// outputFlags are --format, --output and --color, checked against the
+// outputFlags are --format, --output, --color and --width, checked against the
 // report package's registry of renderers: the one place a command learns
 // which formats exist. Bare --output slack (no path) posts to Slack, with
 // the flags in slack.
@@ -20,6 +22,7 @@ type outputFlags struct {
 	format  string
 	outputs []string
 	color   string
+	width   widthFlag
 	slack   slackFlags
 }
 
@@ -29,7 +32,49 @@ func (o *outputFlags) add(f *pflag.FlagSet, doc report.Document) {
 		" (e.g. json="+doc.String()+".json); slack alone posts to Slack (docs/slack.md); repeatable")
 	o.color = "auto"
 	f.Var(choice{&o.color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
+	f.Var(&o.width, "width", fmt.Sprintf("columns of the text report: %d or more, wider taken as %d (default the terminal's width, else 80)", minWidth, maxWidth))
 	o.slack.add(f)
+}
+
+// The text report's width: narrower than minWidth the report cannot be
+// laid out (--width refuses it; a narrower terminal gets minWidth), wider
+// than maxWidth lines are too long to read (both are taken as maxWidth).
+const minWidth, maxWidth = 40, 200
+
+// widthFlag is --width: 0 until given.
+type widthFlag struct{ n int }
+
+func (w *widthFlag) String() string {
+	if w.n == 0 {
+		return ""
+	}
+	return strconv.Itoa(w.n)
+}
+
+func (w *widthFlag) Type() string { return "columns" }
+
+func (w *widthFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < minWidth {
+		return fmt.Errorf("want a width of %d columns or more", minWidth)
+	}
+	w.n = min(n, maxWidth)
+	return nil
+}
+
+// textWidth is the width of the report on stdout: --width when given,
+// else the terminal's (kept within minWidth..maxWidth) when stdout is one,
+// else 80.
+func (o *outputFlags) textWidth(stdout io.Writer) int {
+	if o.width.n > 0 {
+		return o.width.n
+	}
+	if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		if cols, _, err := term.GetSize(f.Fd()); err == nil && cols > 0 {
+			return min(max(cols, minWidth), maxWidth)
+		}
+	}
+	return 80
 }
 
 // orList joins names as "a, b or c".
@@ -82,11 +127,12 @@ func isTerminal(w io.Writer) bool {
 }
 
 // write renders every output: stdout in colour when it is a terminal and
-// --color allows, files never in colour.
+// --color allows, as wide as textWidth; files never in colour, as wide as
+// --width or 80.
 func (o *outputFlags) write(stdout io.Writer, outs []output, render func(report.Renderer, io.Writer, report.Options) error) error {
 	for _, out := range outs {
 		if out.path == "" {
-			if err := render(out.r, stdout, report.Options{Color: o.color, IsTerminal: isTerminal(stdout)}); err != nil {
+			if err := render(out.r, stdout, report.Options{Color: o.color, IsTerminal: isTerminal(stdout), Width: o.textWidth(stdout)}); err != nil {
 				return err
 			}
 			continue
@@ -95,7 +141,7 @@ func (o *outputFlags) write(stdout io.Writer, outs []output, render func(report.
 		if err != nil {
 			return &exitError{2, fmt.Sprintf("--output: %v", err)}
 		}
-		err = render(out.r, f, report.Options{Color: "never"})
+		err = render(out.r, f, report.Options{Color: "never", Width: o.width.n})
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
