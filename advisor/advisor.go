@@ -251,7 +251,8 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 		mm := Member{Target: m.Target, Evidence: map[string]float64{}}
 		for _, p := range memberFields {
 			f, _ := evidence.Lookup(p)
-			if x := m.Values.Get(f); evidence.Present(x) {
+			// A member's withheld evidence is left out, as the target's is.
+			if x := m.Values.Get(f); evidence.Present(x) && m.Inconsistent(p) == "" {
 				mm.Evidence[p] = x
 			}
 		}

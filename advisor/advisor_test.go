@@ -217,3 +217,24 @@ func TestInfoCauseExplainsNothing(t *testing.T) {
 		t.Fatalf("primary %+v", d.Primary)
 	}
 }
+
+// Charts and member tables draw only consistent evidence: a curve or a
+// member number of a withheld node is left out of the report.
+func TestWithheldEvidenceIsNotDrawn(t *testing.T) {
+	e := evidence.New(evidence.Target{Model: "m"})
+	e.Curves["ttft_p99_steps"] = [][2]float64{{15, 1}, {30, 2}}
+	e.Curves["waiting"] = [][2]float64{{0, 3}, {15, 4}}
+	e.AddInconsistency(evidence.Inconsistency{Check: "ttft-excludes-queue", Fields: []string{"stage.ttft"}, Note: "x"})
+	ok := evidence.New(evidence.Target{Model: "m", Instance: "a"})
+	bad := evidence.New(evidence.Target{Model: "m", Instance: "b"})
+	ok.Values.Stage.TTFT.P99, bad.Values.Stage.TTFT.P99 = 1, 50
+	bad.AddInconsistency(evidence.Inconsistency{Check: "mean-outside-buckets", Fields: []string{"stage.ttft"}, Note: "y"})
+	e.Members = []*evidence.Evidence{ok, bad}
+	tr := Advise(e, nil, nil)
+	if _, drawn := tr.Curves["ttft_p99_steps"]; drawn || len(tr.Curves["waiting"]) != 2 {
+		t.Errorf("curves %v", tr.Curves)
+	}
+	if _, shown := tr.Members[1].Evidence["stage.ttft.p99"]; shown || tr.Members[0].Evidence["stage.ttft.p99"] != 1 {
+		t.Errorf("members %+v", tr.Members)
+	}
+}
