@@ -32,8 +32,8 @@ func CurveOf(path string) string {
 	return ""
 }
 
-// TrustedCurves returns the curves whose nodes are all consistent; nil when
-// there are none.
+// TrustedCurves returns the curves whose nodes are all consistent, with
+// their finite points only; nil when there are none.
 func (e *Evidence) TrustedCurves() map[string][][2]float64 {
 	var out map[string][][2]float64
 	for k, pts := range e.Curves {
@@ -46,11 +46,21 @@ func (e *Evidence) TrustedCurves() map[string][][2]float64 {
 				ok = false
 			}
 		}
-		if ok {
+		if !ok {
+			continue
+		}
+		// A point that is no number is no data (and no JSON).
+		var keep [][2]float64
+		for _, p := range pts {
+			if Present(p[0]) && Present(p[1]) {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
 			if out == nil {
 				out = map[string][][2]float64{}
 			}
-			out[k] = pts
+			out[k] = keep
 		}
 	}
 	return out

@@ -1,6 +1,9 @@
 package evidence
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestCurvesDocumentedPaths(t *testing.T) {
 	for k, c := range Curves {
@@ -22,6 +25,7 @@ func TestTrustedCurvesDropWithheld(t *testing.T) {
 	e.Curves["ttft_p99_steps"] = [][2]float64{{15, 1}, {30, 2}}
 	e.Curves["waiting"] = [][2]float64{{0, 1}, {15, 2}}
 	e.Curves["running"] = nil
+	e.Curves["kv_usage"] = [][2]float64{{0, math.NaN()}, {math.Inf(1), 1}}
 	if got := e.TrustedCurves(); len(got) != 2 {
 		t.Fatalf("consistent evidence: %v", got)
 	}

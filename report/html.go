@@ -366,7 +366,7 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 	if c := conditionsText(t.Conditions); c != "" {
 		pt.Conditions = strings.Split(c, " · ")
 	}
-	pt.Latency, pt.LatencyNoTTFT = latencyPage(id, t.LatencyMap)
+	pt.Latency, pt.LatencyNoTTFT = latencyPage(id, t.LatencyMap, evidenceNumber(t.Evidence, "service.preemptions"))
 	if m := t.LatencyMap; m.ClientTTFT != nil {
 		pt.ClientLine = "clients saw mean TTFT " + units.Duration(*m.ClientTTFT)
 		if m.NetworkShare != nil {
@@ -444,7 +444,7 @@ func sourceFor(src map[string]string, path string) string {
 	return ""
 }
 
-func latencyPage(id string, m advisor.LatencyMap) (*pageLatency, string) {
+func latencyPage(id string, m advisor.LatencyMap, preemptions float64) (*pageLatency, string) {
 	if m.TTFT == nil {
 		if m.Queue == nil && m.Prefill == nil {
 			return nil, ""
@@ -464,11 +464,12 @@ func latencyPage(id string, m advisor.LatencyMap) (*pageLatency, string) {
 	if m.TTFTExcludesQueue {
 		l.Title = fmt.Sprintf("Latency map (mean TTFT %s: queue + the server's TTFT, which leaves queue out)", units.Duration(*m.TTFT))
 	}
-	// The bar is mean TTFT, or mean end-to-end when decode is known too;
-	// anything else would draw an unnamed remainder.
-	whole := *m.TTFT
-	if m.Decode != nil && m.E2E != nil && *m.E2E > whole {
-		whole = *m.E2E
+	// The bar is mean end-to-end when decode and end-to-end are both known,
+	// else mean TTFT; its title names which, since its shares are of that.
+	whole, of := *m.TTFT, "of mean TTFT "+units.Duration(*m.TTFT)
+	withDecode := m.Decode != nil && m.E2E != nil && *m.E2E >= *m.TTFT
+	if withDecode {
+		whole, of = *m.E2E, "of mean end-to-end "+units.Duration(*m.E2E)
 	}
 	var segs []chart.Segment
 	for _, x := range []struct {
@@ -478,10 +479,14 @@ func latencyPage(id string, m advisor.LatencyMap) (*pageLatency, string) {
 	}{
 		{"queue", m.Queue, "waiting for the scheduler"},
 		{"prefill", m.Prefill, "computing the prompt"},
-		{"front", m.Front, "API server, tokenizer, hand-off"},
+		{"front", m.Front, frontHint(preemptions)},
 	} {
 		if x.v == nil {
-			l.Rows = append(l.Rows, pageLatencyRow{Name: x.name, Value: "?", Share: "", Hint: "not exported"})
+			hint := "not exported"
+			if x.name == "front" {
+				hint = "unknown: needs queue and prefill beside TTFT, consistent with it"
+			}
+			l.Rows = append(l.Rows, pageLatencyRow{Name: x.name, Value: "?", Share: "", Hint: hint})
 			continue
 		}
 		share := 0.0
@@ -499,9 +504,11 @@ func latencyPage(id string, m advisor.LatencyMap) (*pageLatency, string) {
 				Share: units.WholePercent(*m.Decode / *m.E2E) + " of end-to-end", Hint: "generating the output"})
 		}
 		l.Then = then
+	}
+	if withDecode {
 		segs = append(segs, chart.Segment{Name: "decode", Value: *m.Decode})
 	}
-	st := chart.Stacked{ID: id + "-latency", Title: "Where a request's time goes (means)", Unit: chart.Seconds, Segments: segs, Total: whole}
+	st := chart.Stacked{ID: id + "-latency", Title: "Shares " + of, Unit: chart.Seconds, Segments: segs, Total: whole}
 	l.Chart = pageChart{ID: st.ID, Title: st.Title, SVG: st.SVG(), Alt: st.Alt()}
 	return l, ""
 }
@@ -527,9 +534,10 @@ func chartsOf(id string, t advisor.TargetReport, w advisor.Window) (charts []pag
 		return true
 	}
 	lineCaptioned := func(key, title, capt string, y chart.Axis, series ...chart.Series) bool {
+		// Two readings (the ends of a window) are no line through it.
 		var keep []chart.Series
 		for _, s := range series {
-			if len(s.Points) > 0 {
+			if len(s.Points) >= 3 {
 				keep = append(keep, s)
 			}
 		}
@@ -587,6 +595,32 @@ func chartsOf(id string, t advisor.TargetReport, w advisor.Window) (charts []pag
 	return charts, none
 }
 
+// frontHint says what TTFT outside queue and prefill holds: with
+// preemptions, a preempted request waits again after its queue time ends.
+func frontHint(preemptions float64) string {
+	if preemptions > 0 {
+		return "TTFT outside the first queue wait and prefill: API server, tokenizer, and waiting again after preemption"
+	}
+	return "API server, tokenizer, hand-off"
+}
+
+// evidenceNumber reads a dotted path from a report's evidence tree; NaN
+// when absent.
+func evidenceNumber(tree map[string]any, path string) float64 {
+	var cur any = tree
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return math.NaN()
+		}
+		cur = m[k]
+	}
+	if x, ok := cur.(float64); ok {
+		return x
+	}
+	return math.NaN()
+}
+
 func condNumber(c map[string]any, k string) (float64, bool) {
 	x, ok := c[k].(float64)
 	return x, ok && !math.IsNaN(x) && !math.IsInf(x, 0)
@@ -595,23 +629,52 @@ func condNumber(c map[string]any, k string) (float64, bool) {
 // memberCharts compares members on the numbers each carries; the member a
 // fired outlier finding names is highlighted, and only that one.
 func memberCharts(id string, t advisor.TargetReport) []pageChart {
-	fired := map[string]bool{}
-	for _, f := range t.Findings {
-		fired[f.Rule] = true
-	}
+	// The finding fires on either ratio and names an instance for both;
+	// only the metric whose ratio is the larger (the one that crossed the
+	// threshold) has its instance highlighted.
 	outlier := map[string]string{}
-	if fired["fleet/outlier"] {
-		outlier["stage.ttft.p99"] = t.Text["service.ttft_p99_outlier"]
-		outlier["service.waiting.mean"] = t.Text["service.waiting_outlier"]
+	for _, f := range t.Findings {
+		if f.Rule != "fleet/outlier" {
+			continue
+		}
+		rt, okT := f.Evidence["service.ttft_p99_outlier_ratio"]
+		rw, okW := f.Evidence["service.waiting_outlier_ratio"]
+		switch {
+		case okT && rt > 1 && (!okW || rt >= rw):
+			outlier["stage.ttft.p99"] = t.Text["service.ttft_p99_outlier"]
+		case okW && rw > 1:
+			outlier["service.waiting.mean"] = t.Text["service.waiting_outlier"]
+		}
+	}
+	// Instances and data-parallel engines are two partitions of the same
+	// target (an engine's numbers sum over instances): one chart shows one.
+	var members []advisor.Member
+	var inst, eng []advisor.Member
+	for _, mb := range t.Members {
+		switch {
+		case mb.Target.Engine == "" && mb.Target.Instance != "":
+			inst = append(inst, mb)
+		case mb.Target.Engine != "":
+			eng = append(eng, mb)
+		}
+	}
+	kind := "instance"
+	switch {
+	case len(inst) >= 2:
+		members = inst
+	case len(eng) >= 2:
+		members, kind = eng, "engine"
+	default:
+		return nil
 	}
 	var out []pageChart
 	for _, m := range []struct{ path, title string }{
-		{"stage.ttft.p99", "TTFT p99 per member"},
-		{"service.waiting.mean", "Mean waiting requests per member"},
-		{"resource.kv_usage.mean", "Mean KV cache usage per member"},
+		{"stage.ttft.p99", "TTFT p99 per " + kind},
+		{"service.waiting.mean", "Mean waiting requests per " + kind},
+		{"resource.kv_usage.mean", "Mean KV cache usage per " + kind},
 	} {
 		var bars []chart.Bar
-		for _, mb := range t.Members {
+		for _, mb := range members {
 			if x, ok := mb.Evidence[m.path]; ok {
 				label := mb.Target.Instance
 				if mb.Target.Engine != "" {
@@ -637,8 +700,11 @@ func memberCharts(id string, t advisor.TargetReport) []pageChart {
 		capt := ""
 		for _, bar := range bars {
 			if bar.Highlight {
-				capt = "highlighted: the member the fleet/outlier finding names"
+				capt = "highlighted: the instance the fleet/outlier finding names for this number"
 			}
+		}
+		if kind == "engine" {
+			capt = "data-parallel engines, each summed over the instances"
 		}
 		if svg := b.SVG(); svg != "" {
 			out = append(out, pageChart{ID: b.ID, Title: b.Title, SVG: svg, Alt: b.Alt(), Caption: capt})

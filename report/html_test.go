@@ -87,7 +87,7 @@ func selfContained(t *testing.T, page []byte) {
 	}
 }
 
-func loadDiagnosis(t *testing.T, path string) *advisor.Diagnosis {
+func loadDiagnosis(t testing.TB, path string) *advisor.Diagnosis {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -221,5 +221,38 @@ func TestChecklistHTML(t *testing.T) {
 	// Failures come first.
 	if strings.Index(page, "non-streaming") > strings.Index(page, "fixed-prompt-lengths") {
 		t.Error("a passing item is listed before the failure")
+	}
+}
+
+// The fleet finding names an instance for both numbers, but only the one
+// whose ratio crossed the threshold is highlighted; instances and engines
+// (two partitions of one target) never share a chart.
+func TestHTMLMemberBars(t *testing.T) {
+	member := func(inst, eng string, ttft, waiting float64) advisor.Member {
+		return advisor.Member{Target: evidence.Target{Model: "m", Instance: inst, Engine: eng},
+			Evidence: map[string]float64{"stage.ttft.p99": ttft, "service.waiting.mean": waiting}}
+	}
+	tg := advisor.TargetReport{Target: evidence.Target{Model: "m"},
+		Primary: advisor.Primary{Status: "found", Bottleneck: "imbalance", Rule: "fleet/outlier", Summary: "s"},
+		Findings: []advisor.Finding{{Rule: "fleet/outlier", Severity: "warning", Bottleneck: "imbalance", Title: "t", Message: "m",
+			Evidence: map[string]float64{"service.ttft_p99_outlier_ratio": 1, "service.waiting_outlier_ratio": 7}}},
+		Text: map[string]string{"service.ttft_p99_outlier": "10.0.0.1:8000", "service.waiting_outlier": "10.0.0.3:8000"},
+		Members: []advisor.Member{member("10.0.0.1:8000", "", 8.81, 2), member("10.0.0.2:8000", "", 8.81, 2), member("10.0.0.3:8000", "", 8.81, 14),
+			member("", "0", 8.81, 9), member("", "1", 8.81, 9)}}
+	charts := memberCharts("target-1", tg)
+	if len(charts) != 2 {
+		t.Fatalf("%d member charts, want TTFT and waiting per instance", len(charts))
+	}
+	for _, c := range charts {
+		if strings.Contains(c.SVG, "engine 0") {
+			t.Errorf("%s mixes engines with instances", c.Title)
+		}
+		highlighted := strings.Contains(c.Caption, "highlighted")
+		switch {
+		case strings.HasPrefix(c.Title, "TTFT") && highlighted:
+			t.Errorf("TTFT p99 bars highlight an instance at 1× its peers: %s", c.Alt)
+		case strings.HasPrefix(c.Title, "Mean waiting") && (!highlighted || !strings.Contains(c.Alt, "highlighted: 10.0.0.3:8000")):
+			t.Errorf("waiting bars do not highlight 10.0.0.3: %s", c.Alt)
+		}
 	}
 }

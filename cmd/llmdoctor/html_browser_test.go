@@ -227,7 +227,7 @@ func fleetPage(t *testing.T, set *rules.Set, cfg *rules.Config) pageCase {
 	}
 	d := (&diagnosis.Input{Window: w, Sources: []advisor.Source{{Kind: "scrape", OK: true}}}).Diagnose(set, cfg)
 	page := renderHTML(t, d)
-	if !bytes.Contains(page, []byte("highlighted: the member the fleet/outlier finding names")) {
+	if !bytes.Contains(page, []byte("highlighted: the instance the fleet/outlier finding names for this number")) {
 		t.Error("the fleet page does not highlight the outlier the finding names")
 	}
 	return pageCase{name: "fleet", page: page, d: d,

@@ -310,13 +310,15 @@ func binned(pts [][2]float64, bins int) [][2]float64 {
 	for i := 0; i < len(s); i += per {
 		chunk := s[i:min(len(s), i+per)]
 		ys := make([]float64, len(chunk))
-		var xs float64
+		var x float64
 		for k, p := range chunk {
 			ys[k] = p[1]
-			xs += p[0]
+			x += p[0] / float64(len(chunk)) // a running mean: a sum can overflow
 		}
 		sort.Float64s(ys)
-		out = append(out, [2]float64{xs / float64(len(chunk)), quantile(ys, 0.5)})
+		if y := quantile(ys, 0.5); evidence.Present(x) && evidence.Present(y) {
+			out = append(out, [2]float64{x, y})
+		}
 	}
 	return out
 }

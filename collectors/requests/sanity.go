@@ -39,7 +39,7 @@ var dropText = [nDrops]string{
 	dITLBad:     "itl on %d (a negative, non-finite or non-number gap)",
 	dITLCount:   "itl on %d (more gaps than output tokens + 1)",
 	dITLSum:     "itl on %d (gaps add up to more than e2e − ttft)",
-	dTokens:     "token counts on %d (negative or non-finite)",
+	dTokens:     "token counts on %d (negative, non-finite or over 100M)",
 	dStage:      "server-side times on %d (negative or non-finite)",
 	dServerTTFT: "server_ttft on %d (above ttft)",
 	dStart:      "start_time on %d (non-finite)",
@@ -61,6 +61,10 @@ const (
 	msE2E
 	msITL
 )
+
+// maxTokens bounds a token count: no model takes a context of 100M tokens,
+// so a larger count is a broken field, not a long request.
+const maxTokens = 1e8
 
 // tol absorbs rounding: exports often keep milliseconds only.
 const tol = 1e-3
@@ -164,10 +168,11 @@ func rowProblem(r *Record) (*reason, string) {
 // otherwise sound, and says which.
 func fieldProblems(r *Record) uint16 {
 	var d uint16
-	if r.bad&bTokens != 0 || r.Prompt < 0 || r.Output < 0 || r.MaxTokens < 0 {
+	if r.bad&bTokens != 0 || r.Prompt < 0 || r.Output < 0 || r.MaxTokens < 0 ||
+		r.Prompt > maxTokens || r.Output > maxTokens || r.MaxTokens > maxTokens {
 		d |= 1 << dTokens
 		for _, p := range []*float64{&r.Prompt, &r.Output, &r.MaxTokens} {
-			if *p < 0 {
+			if *p < 0 || *p > maxTokens {
 				*p = math.NaN()
 			}
 		}

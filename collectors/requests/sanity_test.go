@@ -160,6 +160,7 @@ func TestBadFieldsDropped(t *testing.T) {
 		`{"ttft": 0.1, "e2e": 0.5, "itl": [0.1, "x"]}`,
 		`{"ttft": 0.1, "e2e": 0.5, "itl": 3}`,
 		`{"ttft": 0.1, "e2e": 0.5, "prompt_tokens": -4}`,
+		`{"ttft": 0.1, "e2e": 0.5, "prompt_tokens": 1e308}`,
 		`{"ttft": 0.1, "e2e": 0.5, "queue_time": -1}`,
 		`{"ttft": 0.1, "e2e": 0.5, "server_ttft": 0.3}`,
 		`{"ttft": 0.1, "e2e": 0.5, "start_time": Inf}`)
@@ -167,12 +168,12 @@ func TestBadFieldsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Skipped()) != 0 || a.Requests() != 30 {
+	if len(a.Skipped()) != 0 || a.Requests() != 31 {
 		t.Fatalf("skipped %v, requests %d", a.Skipped(), a.Requests())
 	}
 	note := strings.Join(notes, " | ")
 	for _, w := range []string{"itl on 3 (a negative, non-finite or non-number gap)", "itl on 1 (more gaps than output tokens + 1)",
-		"itl on 1 (gaps add up to more than e2e − ttft)", "token counts on 1", "server-side times on 1", "server_ttft on 1 (above ttft)", "start_time on 1"} {
+		"itl on 1 (gaps add up to more than e2e − ttft)", "token counts on 2 (negative, non-finite or over 100M)", "server-side times on 1", "server_ttft on 1 (above ttft)", "start_time on 1"} {
 		if !strings.Contains(note, w) {
 			t.Errorf("notes %q lack %q", note, w)
 		}
