@@ -268,6 +268,7 @@ func (s *Server) amFire(w http.ResponseWriter, m *amMessage, key string) {
 	am.mu.Unlock()
 	firing := firingAlerts(m.Alerts)
 	req := s.amRequest(firing)
+	req.Reason = "alert " + alertName(m, firing)
 	am.count(amDiagnosing)
 	s.log.Info("alertmanager: diagnosing", "receiver", m.Receiver, "group", m.GroupKey, "alerts", len(firing),
 		"selector", req.Selector, "window", model.Duration(req.Window).String())

@@ -240,14 +240,15 @@ func TestAlertmanagerPostsOncePerGroup(t *testing.T) {
 	enc.SetEscapeHTML(false)
 	enc.Encode(msg.Payload["attachments"])
 	// The full report is the HTML page of the run that made the message
-	// (pages_test.go follows such links).
-	for _, want := range []string{"Alertmanager: *VLLMQueueBacklog* firing", "<https://llmdoctor.example.com/report/llama-3-8b/20261201-002000|Full report>",
+	// (pages_test.go follows such links): the alert's namespace narrows
+	// the model, so the page is the narrowed target's.
+	for _, want := range []string{"Alertmanager: *VLLMQueueBacklog* firing", "<https://llmdoctor.example.com/report/llama-3-8b--namespace-inference/20261201-002000|Full report>",
 		"http://prometheus:9090/graph"} {
 		if !strings.Contains(blocks.String(), want) {
 			t.Errorf("the message lacks %s:\n%s", want, blocks.String())
 		}
 	}
-	if w := apiGet(h.s, "/report/llama-3-8b/20261201-002000"); w.Code != http.StatusOK {
+	if w := apiGet(h.s, "/report/llama-3-8b--namespace-inference/20261201-002000"); w.Code != http.StatusOK {
 		t.Errorf("the message's report link: %d %s", w.Code, w.Body)
 	}
 	if got := scrapeValue(t, h.s, `llmdoctor_alertmanager_notifications_total{outcome="duplicate"}`); got != 3 {

@@ -54,11 +54,15 @@ type history struct {
 	order  *list.List // of *histTarget, most recently updated first
 }
 
-// histTarget is one target's runs, oldest first.
+// histTarget is one target's runs, oldest first. A target narrowed by
+// a run's selector (scope.go) is a target of its own: narrow is its
+// narrowing matchers, wholeKey the key of the target it is part of; both
+// are "" for a whole target.
 type histTarget struct {
-	key, slug, name string
-	runs            []*histRun
-	elem            *list.Element
+	key, slug, name  string
+	narrow, wholeKey string
+	runs             []*histRun
+	elem             *list.Element
 }
 
 // histRun is one kept run. It never changes once recorded.
@@ -82,23 +86,35 @@ func newHistory(size, maxTargets int) *history {
 
 // record keeps each target of d as a run of its own, and returns each
 // target's run in d's order (a zero runRef for one that could not be
-// kept).
-func (h *history) record(d *advisor.Diagnosis, trigger string, now time.Time) ([]runRef, error) {
+// kept). A run whose selector narrows its target (scope.go) is kept
+// under the narrowed target, never the whole one; every run's page says
+// its scope in a note.
+func (h *history) record(d *advisor.Diagnosis, sc runScope, now time.Time) ([]runRef, error) {
 	refs := make([]runRef, len(d.Targets))
 	type prepared struct {
-		key string
-		run *histRun
+		key, wholeKey, narrow string
+		parts                 []string
+		run                   *histRun
 	}
 	// Encoding is the costly part: done before the lock.
 	preps := make([]prepared, len(d.Targets))
 	var errs []error
 	for i, t := range d.Targets {
-		gz, err := encodeRun(d, i)
+		p := prepared{key: targetKeyOf(t.Target)}
+		p.narrow, p.parts = narrowing(sc.selector, t.Target)
+		name := targetName(t.Target)
+		if p.narrow != "" {
+			p.wholeKey = p.key
+			p.key += "\n" + p.narrow
+			name += " · " + p.narrow
+		}
+		gz, err := encodeRun(d, i, scopeNote(sc, targetName(t.Target), p.narrow, d.Window.Seconds))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", targetName(t.Target), err))
+			errs = append(errs, fmt.Errorf("%s: %v", name, err))
 			continue
 		}
-		preps[i] = prepared{key: targetKeyOf(t.Target), run: &histRun{at: now, trigger: trigger, verdict: watchVerdictOf(t), summary: t.Primary.Summary, gz: gz}}
+		p.run = &histRun{at: now, trigger: sc.trigger, verdict: watchVerdictOf(t), summary: t.Primary.Summary, gz: gz}
+		preps[i] = p
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -108,7 +124,7 @@ func (h *history) record(d *advisor.Diagnosis, trigger string, now time.Time) ([
 		}
 		ht := h.byKey[p.key]
 		if ht == nil {
-			ht = h.add(p.key, d.Targets[i].Target)
+			ht = h.add(p.key, d.Targets[i].Target, p.wholeKey, p.narrow, p.parts)
 		} else {
 			h.order.MoveToFront(ht.elem)
 		}
@@ -126,16 +142,24 @@ func (h *history) record(d *advisor.Diagnosis, trigger string, now time.Time) ([
 	return refs, nil
 }
 
-// add starts a target, forgetting the one updated longest ago beyond
-// maxTargets; under mu.
-func (h *history) add(key string, t evidence.Target) *histTarget {
+// add starts a target (t narrowed by narrow, made of parts, when it is
+// not ""), forgetting the one updated longest ago beyond maxTargets;
+// under mu.
+func (h *history) add(key string, t evidence.Target, wholeKey, narrow string, parts []string) *histTarget {
 	for h.order.Len() >= h.maxTargets {
 		old := h.order.Back().Value.(*histTarget)
 		h.order.Remove(old.elem)
 		delete(h.byKey, old.key)
 		delete(h.bySlug, old.slug)
 	}
-	ht := &histTarget{key: key, name: targetName(t), slug: h.uniqueSlug(key, slugOf(t))}
+	ht := &histTarget{key: key, name: targetName(t), slug: slugOf(t), narrow: narrow, wholeKey: wholeKey}
+	if narrow != "" {
+		// A whole target's segment never holds "--": a narrowed one's
+		// never takes it.
+		ht.name += " · " + narrow
+		ht.slug += "--" + slugify(parts, "narrowed")
+	}
+	ht.slug = h.uniqueSlug(key, ht.slug)
 	ht.elem = h.order.PushFront(ht)
 	h.byKey[key] = ht
 	h.bySlug[ht.slug] = ht
@@ -218,6 +242,9 @@ func runBefore(a, b string) bool {
 type targetView struct {
 	slug, name string
 	runs       []*histRun // newest first
+	// whole is, for a narrowed target, the whole target's when it is
+	// kept (else nil).
+	whole *targetView
 }
 
 // target is a copy of the target of a slug; ok is false when none is kept.
@@ -228,7 +255,17 @@ func (h *history) target(slug string) (targetView, bool) {
 	if ht == nil {
 		return targetView{}, false
 	}
-	return ht.view(), true
+	return h.view(ht), true
+}
+
+// view copies a target for a page; under mu.
+func (h *history) view(ht *histTarget) targetView {
+	v := ht.view()
+	if w := h.byKey[ht.wholeKey]; ht.narrow != "" && w != nil {
+		wv := w.view()
+		v.whole = &wv
+	}
+	return v
 }
 
 func (ht *histTarget) view() targetView {
@@ -245,16 +282,19 @@ func (h *history) all() []targetView {
 	defer h.mu.Unlock()
 	out := make([]targetView, 0, h.order.Len())
 	for e := h.order.Front(); e != nil; e = e.Next() {
-		out = append(out, e.Value.(*histTarget).view())
+		out = append(out, h.view(e.Value.(*histTarget)))
 	}
 	return out
 }
 
 // encodeRun is d narrowed to its i-th target (sources, window and notes
-// kept) as gzipped JSON.
-func encodeRun(d *advisor.Diagnosis, i int) ([]byte, error) {
+// kept), note first among its notes, as gzipped JSON.
+func encodeRun(d *advisor.Diagnosis, i int, note string) ([]byte, error) {
 	one := *d
 	one.Targets = d.Targets[i : i+1 : i+1]
+	if note != "" {
+		one.Notes = append([]string{note}, d.Notes...)
+	}
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
 	if err := json.NewEncoder(zw).Encode(&one); err != nil {
@@ -319,6 +359,12 @@ func slugOf(t evidence.Target) string {
 			parts = append(parts, v)
 		}
 	}
+	return slugify(parts, "all-series")
+}
+
+// slugify is parts made a path segment as slugOf says; none is what an
+// empty one is.
+func slugify(parts []string, none string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(strings.Join(parts, "-")) {
@@ -337,7 +383,7 @@ func slugOf(t evidence.Target) string {
 	}
 	s = strings.Trim(s, ".-")
 	if s == "" {
-		return "all-series"
+		return none
 	}
 	return s
 }

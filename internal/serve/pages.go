@@ -159,7 +159,7 @@ func (s *Server) pageLatest(w http.ResponseWriter, r *http.Request) {
 		s.unknownTarget(w, r.PathValue("target"))
 		return
 	}
-	nav := []report.Link{{Text: "← all targets", Href: s.href("")}}
+	nav := append([]report.Link{{Text: "← all targets", Href: s.href("")}}, s.wholeLink(v)...)
 	for _, old := range v.runs[1:] {
 		nav = append(nav, report.Link{Text: "older run: " + runLabel(old), Href: s.href(v.slug, old.id)})
 	}
@@ -195,12 +195,22 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nav := []report.Link{{Text: "← all targets", Href: s.href("")}, {Text: "latest report of " + v.name, Href: s.href(v.slug)}}
+	nav = append(nav, s.wholeLink(v)...)
 	for _, x := range v.runs {
 		if x != run {
 			nav = append(nav, report.Link{Text: "run " + runLabel(x), Href: s.href(v.slug, x.id)})
 		}
 	}
 	s.renderRun(w, run, report.Options{Nav: nav}, fmt.Sprintf("private, max-age=%d, immutable", runCacheAge))
+}
+
+// wholeLink links a narrowed target's pages to the latest report of the
+// whole target, when it is kept.
+func (s *Server) wholeLink(v targetView) []report.Link {
+	if v.whole == nil {
+		return nil
+	}
+	return []report.Link{{Text: "the whole target: latest report of " + v.whole.name, Href: s.href(v.whole.slug)}}
 }
 
 // unknownTarget is the 404 of a target the history does not hold.

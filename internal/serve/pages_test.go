@@ -422,19 +422,23 @@ func TestReportSlackLinks(t *testing.T) {
 		if len(acc) < 2 {
 			t.Fatalf("posted:\n%s", h.slack.Summary())
 		}
+		// The alert's namespace narrows each model: the runs are the
+		// narrowed targets', whose pages say so.
 		main := slackLinks(t, acc[0].Payload)
-		if len(main) != 1 || main[0] != external+"/report/meta-llama-llama-3.1-8b-instruct/20261201-002000" {
+		if len(main) != 1 || main[0] != external+"/report/meta-llama-llama-3.1-8b-instruct--namespace-inference/20261201-002000" {
 			t.Fatalf("the main message's links: %v", main)
 		}
-		fetchReport(t, h.s, main[0], external, "meta-llama/Llama-3.1-8B-Instruct")
+		fetchReport(t, h.s, main[0], external, `model meta-llama/Llama-3.1-8B-Instruct · namespace="inference"`)
+		fetchReport(t, h.s, main[0], external, `narrowed run: it covers only the series of model meta-llama/Llama-3.1-8B-Instruct matching namespace="inference"`)
+		fetchReport(t, h.s, main[0], external, "asked by Alertmanager (alert VLLMQueueBacklog)")
 		var other []string
 		for _, r := range acc[1:] {
 			other = append(other, slackLinks(t, r.Payload)...)
 		}
-		if len(other) != 1 || other[0] != external+"/report/a-healthy/20261201-002000" {
+		if len(other) != 1 || other[0] != external+"/report/a-healthy--namespace-inference/20261201-002000" {
 			t.Fatalf("the other target's message in the thread links to %v", other)
 		}
-		fetchReport(t, h.s, other[0], external, "a-healthy")
+		fetchReport(t, h.s, other[0], external, `model a-healthy · namespace="inference"`)
 
 		// A failure links to the JSON API, to try again; it answers.
 		h.result = func() (*advisor.Diagnosis, error) {
@@ -569,5 +573,122 @@ func TestReportPagesConcurrent(t *testing.T) {
 		if len(v.runs) > 3 {
 			t.Errorf("%s keeps %d runs", v.slug, len(v.runs))
 		}
+	}
+}
+
+// A run whose selector narrows its target (an alert's instance="x" on a
+// target grouped by model) is kept apart from the target's: a page of its
+// own, named and slugged after the narrowing, that says in a note what it
+// covered. The target's page and the index keep the whole target's latest
+// run; a selector the target's identity implies (a slash command's
+// model_name) narrows nothing.
+func TestReportNarrowedRuns(t *testing.T) {
+	s, f := newPagesServer(t, Config{})
+	pagesRun(t, s, f, watchDiagOf(watchTV{"m1", "", "healthy"}), latestWatch)
+	alert := Request{Selector: `instance="x"`, Window: 40 * time.Minute, End: amNow.Add(2 * time.Minute), Latest: true,
+		Trigger: TriggerAlertmanager, Reason: "alert VLLMQueueBacklog"}
+	pagesRun(t, s, f, watchDiagOf(watchTV{"m1", "queueing", "critical"}), alert)
+
+	whole, ok := s.history.target("m1")
+	if !ok || len(whole.runs) != 1 || whole.runs[0].trigger != TriggerWatch || whole.name != "model m1" {
+		t.Fatalf("the whole target took the narrowed run: %+v", whole)
+	}
+	narrow, ok := s.history.target("m1--instance-x")
+	if !ok || len(narrow.runs) != 1 || narrow.runs[0].trigger != TriggerAlertmanager || narrow.name != `model m1 · instance="x"` {
+		t.Fatalf("the narrowed run: %+v (%+v)", narrow, s.history.all())
+	}
+
+	// The index tells them apart: the whole target's latest is the
+	// watch's healthy run; the narrowed one is named so.
+	entries := s.indexEntries()
+	byName := map[string]string{}
+	for _, e := range entries {
+		byName[e.Name] = e.Href + " " + e.Status + "/" + e.Severity
+	}
+	if len(entries) != 2 || byName["model m1"] != "/report/m1 healthy/" || byName[`model m1 · instance="x"`] != "/report/m1--instance-x found/critical" {
+		t.Errorf("index entries: %v", byName)
+	}
+	index := html.UnescapeString(apiGet(s, "/").Body.String())
+	if !strings.Contains(index, `model m1 · instance="x"`) {
+		t.Errorf("the index does not name the narrowed target:\n%s", index)
+	}
+
+	page := func(p string) string {
+		t.Helper()
+		w := apiGet(s, p)
+		checkPage(t, p, w, "")
+		return html.UnescapeString(w.Body.String())
+	}
+	for _, p := range []string{"/report/m1--instance-x", "/report/m1--instance-x/" + narrow.runs[0].id} {
+		body := page(p)
+		for _, want := range []string{
+			`note: narrowed run: it covers only the series of model m1 matching instance="x", not the whole target`,
+			"asked by Alertmanager (alert VLLMQueueBacklog) · selector instance=\"x\" · window 40m ending 2026-12-01 00:22:00 UTC",
+			`href="/report/m1">the whole target: latest report of model m1</a>`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %q:\n%s", p, want, body)
+			}
+		}
+	}
+	for _, p := range []string{"/report/m1", "/report/m1/" + whole.runs[0].id} {
+		body := page(p)
+		if strings.Contains(body, "instance") || strings.Contains(body, "CRITICAL") {
+			t.Errorf("%s shows the narrowed run:\n%s", p, body)
+		}
+		if !strings.Contains(body, "note: this run covers every series of model m1 · asked by the watch · no selector") {
+			t.Errorf("%s does not say what it covers:\n%s", p, body)
+		}
+	}
+
+	// A slash command's model_name="m1" is the target's own: its run is
+	// the whole target's latest.
+	pagesRun(t, s, f, watchDiagOf(watchTV{"m1", "decode", "warning"}), Request{Selector: modelSelector("m1"), Window: time.Hour, Latest: true, Trigger: TriggerSlash})
+	if whole, _ = s.history.target("m1"); len(whole.runs) != 2 || whole.runs[0].trigger != TriggerSlash {
+		t.Errorf("the slash command's run of m1: %+v", whole)
+	}
+	if body := page("/report/m1"); !strings.Contains(body, `note: this run covers every series of model m1 · asked by a slash command · selector model_name="m1" · window 1h`) {
+		t.Errorf("the slash command's run does not say what it covers:\n%s", body)
+	}
+	if len(s.history.all()) != 2 {
+		t.Errorf("targets: %+v", s.history.all())
+	}
+}
+
+// A selector's matchers narrow a target unless its identity fixes their
+// label to a value they accept; one that cannot be read narrows by all of
+// it.
+func TestNarrowing(t *testing.T) {
+	byModel := evidence.Target{Model: "m1", Labels: map[string]string{"model_name": "m1"}}
+	byInstance := evidence.Target{Model: "m1", Instance: "10.0.0.7:8000", Labels: map[string]string{"model_name": "m1", "instance": "10.0.0.7:8000"}}
+	for _, tc := range []struct {
+		sel    string
+		t      evidence.Target
+		want   string
+		parts  string
+		unread bool
+	}{
+		{"", byModel, "", "", false},
+		{`model_name="m1"`, byModel, "", "", false},
+		{`model_name=~"m0|m1"`, byModel, "", "", false},
+		{`model_name!="m2"`, byModel, "", "", false},
+		{`model_name='m1', instance = "10.0.0.7:8000"`, byModel, `instance="10.0.0.7:8000"`, "instance 10.0.0.7:8000", false},
+		{`instance="10.0.0.7:8000",namespace=~"prod|staging"`, byInstance, `namespace=~"prod|staging"`, "namespace prod|staging", false},
+		{"instance=`10.0.0.7:8000`", byInstance, "", "", false},
+		{`model_name=~"m1.+"`, byModel, `model_name=~"m1.+"`, "model_name m1.+", false},
+		{`model_name="m1"`, evidence.Target{Model: "m1"}, "", "", false},
+		{`namespace='it\'s "x"'`, byModel, `namespace="it's \"x\""`, `namespace it's "x"`, false},
+		{`namespace="prod" or 1`, byModel, `namespace="prod" or 1`, `namespace="prod" or 1`, true},
+	} {
+		got, parts := narrowing(tc.sel, tc.t)
+		if got != tc.want || strings.Join(parts, " ") != tc.parts {
+			t.Errorf("narrowing(%s, %v) = %q %q, want %q %q", tc.sel, tc.t, got, parts, tc.want, tc.parts)
+		}
+		if _, ok := parseMatchers(tc.sel); ok == tc.unread {
+			t.Errorf("parseMatchers(%s) ok = %v", tc.sel, ok)
+		}
+	}
+	if got := slugify([]string{"instance", "10.0.0.7:8000", "namespace", "prod|staging"}, "narrowed"); got != "instance-10.0.0.7-8000-namespace-prod-staging" {
+		t.Errorf("slugify: %s", got)
 	}
 }

@@ -70,6 +70,9 @@ type Request struct {
 	Latest bool
 	// Trigger says what asked (TriggerWatch, …); the report pages show it.
 	Trigger string
+	// Reason says, in a few words, why it asked ("alert HighTTFT"), for
+	// the report pages ("": the trigger says enough).
+	Reason string
 }
 
 // ErrBusy is returned when MaxConcurrent diagnoses are in flight.
@@ -177,7 +180,9 @@ func (s *Server) acquire() (release func(), ok bool) {
 // counts in the metrics: its duration, its queries, and the verdict and
 // findings of each target it found. One of the latest window is kept for
 // the report pages, each target a run: runs names them in d's order (a
-// zero runRef for a target not kept; nil when none is).
+// zero runRef for a target not kept; nil when none is). A run whose
+// selector narrows its target is kept apart from the whole target's
+// (scope.go).
 func (s *Server) diagnoseHeld(ctx context.Context, req Request) (d *advisor.Diagnosis, runs []runRef, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
@@ -196,7 +201,8 @@ func (s *Server) diagnoseHeld(ctx context.Context, req Request) (d *advisor.Diag
 	s.metrics.observe(d, time.Since(start), now, req.Latest)
 	if err == nil && d != nil && req.Latest {
 		var rerr error
-		if runs, rerr = s.history.record(d, req.Trigger, now); rerr != nil {
+		sc := runScope{trigger: req.Trigger, reason: req.Reason, selector: req.Selector, applied: p.Options.Selector, window: p.Options.Window, end: p.Options.End}
+		if runs, rerr = s.history.record(d, sc, now); rerr != nil {
 			s.log.Warn("report pages: a run was not kept", "trigger", req.Trigger, "err", rerr)
 		}
 	}
