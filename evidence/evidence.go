@@ -210,7 +210,8 @@ type Evidence struct {
 	Engine *Engine
 }
 
-// Inconsistency is evidence that contradicts itself or physics.
+// Inconsistency is evidence that contradicts itself or physics, or that
+// cannot be placed (a quantile past the highest bucket): it is withheld.
 type Inconsistency struct {
 	// Check names the test that failed (ttft-excludes-queue, ...).
 	Check string `json:"check"`

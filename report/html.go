@@ -81,18 +81,20 @@ type page struct {
 	// Verdict is the page's one-word outcome beside the heading (checklist).
 	Verdict      string
 	VerdictClass string
-	Nav          []Link
-	Refresh      int
-	CSP          string
-	CSS          template.CSS
-	Window       string
-	Sources      []pageSource
-	Notes        []string
-	Empty        string
-	Targets      []pageTarget
-	Checklist    []pageChecklist
-	Index        []pageIndex
-	IndexEmpty   bool
+	// Caveat qualifies the verdict (a gate passed with items unchecked).
+	Caveat     string
+	Nav        []Link
+	Refresh    int
+	CSP        string
+	CSS        template.CSS
+	Window     string
+	Sources    []pageSource
+	Notes      []string
+	Empty      string
+	Targets    []pageTarget
+	Checklist  []pageChecklist
+	Index      []pageIndex
+	IndexEmpty bool
 }
 
 type pageSource struct {
@@ -207,6 +209,9 @@ func ChecklistHTML(w io.Writer, c *advisor.Checklist, o Options) error {
 	if c.Status != advisor.Pass {
 		p.Verdict, p.VerdictClass = "✗ NOT READY", "critical"
 	}
+	if n := uncheckedBlocking(c); n > 0 && c.Status == advisor.Pass {
+		p.Caveat = fmt.Sprintf("Ready only as far as it could be checked: %d blocking item(s) could not be checked (below); --strict counts them as failed.", n)
+	}
 	p.Title = strings.TrimLeft(p.Verdict, "✓✗ ") + " · llmdoctor checklist"
 	p.Window = windowHTML(c.Window)
 	p.Sources = pageSources(c.Sources)
@@ -251,6 +256,19 @@ func ChecklistHTML(w io.Writer, c *advisor.Checklist, o Options) error {
 		p.Checklist = append(p.Checklist, pc)
 	}
 	return pages.ExecuteTemplate(w, "page", p)
+}
+
+// uncheckedBlocking counts the blocking items no target could check.
+func uncheckedBlocking(c *advisor.Checklist) int {
+	n := 0
+	for _, t := range c.Targets {
+		for _, it := range t.Items {
+			if it.Blocking && it.Status == advisor.CannotCheck {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // HTMLIndex writes serve's index page: every target with its latest verdict.
@@ -583,7 +601,7 @@ func chartsOf(id string, t advisor.TargetReport, w advisor.Window) (charts []pag
 		}
 		capt := "median TTFT of the requests in each prompt-length band"
 		if r2, ok := condNumber(t.Conditions, "prompt_ttft_r2"); ok && sc.Fit != nil {
-			capt += "; fitted line R² " + units.Number(r2) + ": the slope is prefill cost, the intercept fixed overhead"
+			capt += "; fitted line R² " + units.Number(r2) + fitReading(r2)
 		}
 		add(sc, sc.ID, sc.Title, capt)
 	} else {

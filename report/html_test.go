@@ -256,3 +256,26 @@ func TestHTMLMemberBars(t *testing.T) {
 		}
 	}
 }
+
+// A gate that passed with blocking items unchecked says so beside READY,
+// in the page and in the text.
+func TestChecklistReadyWithUncheckedItems(t *testing.T) {
+	c := sampleChecklist()
+	c.Targets[0].Items[1].Status = advisor.Pass
+	c.Decide()
+	if c.Status != advisor.Pass {
+		t.Fatalf("status %s", c.Status)
+	}
+	var page, text bytes.Buffer
+	if err := ChecklistHTML(&page, c, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ChecklistText(&text, c, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"html": page.String(), "text": text.String()} {
+		if !strings.Contains(out, "READY") || !strings.Contains(out, "1 blocking item(s) could not be") {
+			t.Errorf("%s: READY without saying what was not checked:\n%s", name, out)
+		}
+	}
+}

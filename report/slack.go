@@ -235,7 +235,7 @@ func slackTarget(d *advisor.Diagnosis, t advisor.TargetReport, o SlackOptions) S
 	for _, in := range t.Inconsistencies {
 		incons = append(incons, "! "+esc(in.Note))
 	}
-	th.lines("*Evidence that contradicts itself*", incons, "note")
+	th.lines("*Evidence withheld* (it contradicts itself or cannot be placed)", incons, "note")
 	var sup []string
 	for _, f := range t.Suppressed {
 		sup = append(sup, fmt.Sprintf("– %s: %s", code(f.Rule), esc(f.Suppressed)))

@@ -115,6 +115,9 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 		verdict = st.crit.Render("✗ NOT READY")
 	}
 	p.pair(st.head.Render("llmdoctor pre-launch checklist"), verdict)
+	if n := uncheckedBlocking(c); n > 0 && c.Status == advisor.Pass {
+		p.wrap("  ", st.warn.Render("!")+fmt.Sprintf(" Ready only as far as it could be checked: %d blocking item(s) could not be checked; --strict counts them as failed.", n))
+	}
 	for _, s := range c.Sources {
 		p.wrap("  ", sourceLine(s))
 	}
@@ -308,7 +311,7 @@ func (p *printer) target(t advisor.TargetReport) {
 		p.wrap("  ", p.st.dim.Render("bounded: "+b.Rule+" lacked inputs, but "+b.Why+"."))
 	}
 	if len(t.Inconsistencies) > 0 {
-		p.section("Evidence that contradicts itself")
+		p.section("Evidence withheld (it contradicts itself or cannot be placed)")
 		for _, in := range t.Inconsistencies {
 			p.wrap("  ", p.st.warn.Render("! ")+in.Note)
 		}
@@ -721,8 +724,23 @@ func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 		}
 		return math.NaN()
 	}
-	p.wrap("  ", fmt.Sprintf("fit: TTFT ≈ %s + %s per 1k prompt tokens (R² %s): the slope is prefill cost, the intercept fixed overhead",
-		units.Duration(get("prompt_ttft_intercept")), units.Duration(get("prompt_ttft_slope")), units.Number(get("prompt_ttft_r2"))))
+	p.wrap("  ", fmt.Sprintf("fit: TTFT ≈ %s + %s per 1k prompt tokens (R² %s)%s",
+		units.Duration(get("prompt_ttft_intercept")), units.Duration(get("prompt_ttft_slope")), units.Number(get("prompt_ttft_r2")),
+		fitReading(get("prompt_ttft_r2"))))
+}
+
+// fitReading says what the prompt-length fit means, as far as its R²
+// allows: a fit that explains little is no measure of prefill cost.
+func fitReading(r2 float64) string {
+	switch {
+	case r2 >= 0.5:
+		return ": the slope is prefill cost, the intercept fixed overhead"
+	case r2 >= 0.1:
+		return ": a loose fit (queueing or batching adds to TTFT), so the slope is a rough prefill cost"
+	case r2 >= 0:
+		return ": TTFT does not follow prompt length here, so the slope is not the prefill cost"
+	}
+	return ""
 }
 
 // stageLatency names the latency a stage's share is of.

@@ -18,6 +18,9 @@ var templateFuncs = template.FuncMap{
 	"sub":    func(a, b any) float64 { return num(a) - num(b) },
 	"tokens": func(a any) string { return units.Tokens(num(a)) },
 	"bps":    func(a any) string { return units.BytesPerSecond(num(a)) },
+	// atleast is false for a missing value: a message can hold back an
+	// interpretation its number does not support.
+	"atleast": func(a, b any) bool { x := num(a); return !math.IsNaN(x) && x >= num(b) },
 }
 
 // num reads a template argument as a number: NaN when it is absent or not one.

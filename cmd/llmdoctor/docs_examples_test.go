@@ -528,7 +528,8 @@ func TestAccuracyDocReproductionRuns(t *testing.T) {
 func TestWritingRulesHelpersGiveTheirExamples(t *testing.T) {
 	doc := readDoc(t, filepath.Join("docs", "writing-rules.md"))
 	for _, want := range []string{"`dur` (seconds → `412ms`)", "`tokens` (`12.0k`)", "`times a b` (`4.20×`)", "`bps` (`1.28 TB/s`)",
-		"`sub a b` (a − b, for `{{dur (sub .stage.ttft.mean .stage.prefill.mean)}}`)", `{{index .text "service.ttft_p99_outlier"}}`} {
+		"`sub a b` (a − b, for `{{dur (sub .stage.ttft.mean .stage.prefill.mean)}}`)", `{{index .text "service.ttft_p99_outlier"}}`,
+		"`atleast a b` (true when a is a number ≥ b, false when missing"} {
 		if !strings.Contains(doc, want) {
 			t.Fatalf("docs/writing-rules.md no longer says %s: update this test", want)
 		}
@@ -548,10 +549,10 @@ layer: stage
 bottleneck: queueing
 severity: info
 when: stage.ttft.mean > 0
-says: "{{dur .stage.ttft.mean}} {{times .stage.ttft.mean .stage.prefill.mean}} {{dur (sub .stage.ttft.mean .stage.prefill.mean)}} {{pct .stage.prefill.mean .stage.ttft.mean}}{{index .text \"service.ttft_p99_outlier\"}}"
+says: "{{dur .stage.ttft.mean}} {{times .stage.ttft.mean .stage.prefill.mean}} {{dur (sub .stage.ttft.mean .stage.prefill.mean)}} {{pct .stage.prefill.mean .stage.ttft.mean}}{{index .text \"service.ttft_p99_outlier\"}}{{if atleast .stage.prefill.mean 0.05}} long{{end}}{{if atleast .stage.prefill.mean 1}} slow{{end}}"
 `), 0o644)
 	os.WriteFile(filepath.Join(dir, "doc", "helpers.tests", "fired.yaml"), []byte(
-		"evidence:\n  stage.ttft: {count: 100, mean: 0.412}\n  stage.prefill: {count: 100, mean: 0.0981}\nmessage: [\"412ms 4.20× 314ms 24%\"]\n"), 0o644)
+		"evidence:\n  stage.ttft: {count: 100, mean: 0.412}\n  stage.prefill: {count: 100, mean: 0.0981}\nmessage: [\"412ms 4.20× 314ms 24%an unnamed instance long\"]\n"), 0o644)
 	if out := runs(t, ran, "rules", "test", dir); out != "1 passed, 0 failed\n" {
 		t.Errorf("helpers: %s", out)
 	}

@@ -182,7 +182,7 @@ func TestTTFTExcludingQueueIsNamed(t *testing.T) {
 		t.Errorf("no rule reading TTFT was held back: %+v", tg.Gaps)
 	}
 	_, text, _ := runCLI(t, append([]string{"diagnose", "--color", "never"}, example("ttft-excludes-queue")...)...)
-	if !strings.Contains(text, "Evidence that contradicts itself") || !strings.Contains(text, "which leaves queue out") {
+	if !strings.Contains(text, "Evidence withheld") || !strings.Contains(text, "which leaves queue out") {
 		t.Errorf("text report does not name it:\n%s", text)
 	}
 }

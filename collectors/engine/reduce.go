@@ -171,11 +171,15 @@ func (b *builder) ttftTrend() {
 		if total < 10 {
 			continue // too few first tokens in this step to place a p99
 		}
-		if q := window.Quantile(0.99, bk); evidence.Present(q) {
+		// A rank past the highest finite bound has only that bound as a
+		// lower limit: no value to draw or fit.
+		if q := window.Quantile(0.99, bk); evidence.Present(q) && !pastTopBucket(0.99, bk) {
 			p99[i] = q
 			xs, ys = append(xs, float64(i)), append(ys, q)
 		}
-		p50[i] = window.Quantile(0.5, bk)
+		if !pastTopBucket(0.5, bk) {
+			p50[i] = window.Quantile(0.5, bk)
+		}
 	}
 	if len(xs) < 2 {
 		return
@@ -191,6 +195,19 @@ func (b *builder) ttftTrend() {
 			b.e.Cite("stage.ttft_p99_trend", evidence.Source{Metric: name, From: b.w.From, Note: "least-squares slope of per-step p99 × window ÷ mean"})
 		}
 	}
+}
+
+// pastTopBucket reports whether the q-quantile's rank falls in the +Inf
+// bucket, where histogram_quantile answers the highest finite bound.
+func pastTopBucket(q float64, bk []window.Bucket) bool {
+	total, top := 0.0, 0.0
+	for _, b := range bk {
+		total = math.Max(total, b.Count)
+		if !math.IsInf(b.UpperBound, 1) {
+			top = math.Max(top, b.Count)
+		}
+	}
+	return total > 0 && top < q*total
 }
 
 // buckets returns the summed buckets of a histogram, or nil.
@@ -220,6 +237,28 @@ func (b *builder) dist(key, path string) evidence.Dist {
 	d.P90 = window.Quantile(0.9, buckets)
 	d.P95 = window.Quantile(0.95, buckets)
 	d.P99 = window.Quantile(0.99, buckets)
+	// histogram_quantile answers the highest finite bound for a rank in the
+	// +Inf bucket: only a lower limit, which a rule would read as the value
+	// (a p99 within an SLO that it is not). Token counts are left as they
+	// are: their top bucket sits near the model's length limit, and rules
+	// compare them only from below (long prompts).
+	if m, _ := b.eng.ByKey(key); m.Unit == "s" {
+		var past []string
+		top := math.NaN()
+		for _, q := range []struct {
+			q    float64
+			name string
+		}{{0.5, "p50"}, {0.9, "p90"}, {0.95, "p95"}, {0.99, "p99"}} {
+			if pastTopBucket(q.q, buckets) {
+				past = append(past, path+"."+q.name)
+				top = window.Quantile(q.q, buckets)
+			}
+		}
+		if len(past) > 0 {
+			b.e.AddInconsistency(evidence.Inconsistency{Check: "quantile-past-top-bucket", Fields: past,
+				Note: fmt.Sprintf("%s: %s fall past the highest finite bucket (%g s): each is only known to be over it, so it is withheld", name, strings.Join(past, ", "), top)})
+		}
+	}
 	b.cite(path, name)
 	return d
 }
@@ -234,12 +273,16 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 	}
 	m, _ := b.eng.ByKey(key)
 	// Point by point: counts add up across engines and instances, ratios
-	// (KV usage) average.
+	// (KV usage) average over the series present. A count with one series
+	// missing at a point (a failed scrape, a stale replica) is unknown
+	// there: a partial sum would pass for the whole, a fake drop.
 	var points, n []float64
+	series := 0
 	for _, g := range b.w.Gauges[name] {
 		if !b.mine(key, g.Labels, false) || !labelPairs(g.Labels, match) {
 			continue
 		}
+		series++
 		if points == nil {
 			points, n = make([]float64, len(g.Points)), make([]float64, len(g.Points))
 		}
@@ -256,6 +299,8 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 			points[i] = math.NaN()
 		case m.Ratio():
 			points[i] /= n[i]
+		case n[i] < float64(series):
+			points[i] = math.NaN()
 		}
 	}
 	s := evidence.Summarise(points)

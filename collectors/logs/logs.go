@@ -140,32 +140,68 @@ func parsePct(s string) float64 {
 	return num(strings.TrimSuffix(strings.TrimSpace(strings.TrimSuffix(s, ".")), "%")) / 100
 }
 
-// build lays the engines' samples on one time axis: the union of their times.
+// build lays the engines' samples on one time axis: the logging rounds, each
+// at the time of its first line (engines log one after another in the same
+// round, so a round may straddle a second). Points are placed at their
+// lines' times, so a pause in the log (idle lines at DEBUG, a cut) stays a
+// pause and is noted.
 func build(byEngine map[string][]sample, model, from string) *window.Window {
 	w := window.New()
 	w.From = from
-	var times []time.Time
-	seen := map[time.Time]bool{}
-	for _, ss := range byEngine {
-		for _, s := range ss {
-			if !seen[s.t] {
-				seen[s.t] = true
-				times = append(times, s.t)
-			}
+	type line struct {
+		eng string
+		i   int
+	}
+	var all []line
+	for eng, ss := range byEngine {
+		for i := range ss {
+			all = append(all, line{eng, i})
 		}
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	idx := map[time.Time]int{}
-	for i, t := range times {
-		idx[t] = i
+	sort.Slice(all, func(a, b int) bool {
+		ta, tb := byEngine[all[a].eng][all[a].i].t, byEngine[all[b].eng][all[b].i].t
+		if !ta.Equal(tb) {
+			return ta.Before(tb)
+		}
+		return all[a].eng < all[b].eng
+	})
+	// idx[engine][i] is the round of the engine's i-th line.
+	idx := map[string][]int{}
+	for eng, ss := range byEngine {
+		idx[eng] = make([]int, len(ss))
 	}
-	// Each line covers the interval since the previous one (vLLM's default 10 s).
+	var times []time.Time
+	inRound := map[string]bool{}
+	for _, l := range all {
+		t := byEngine[l.eng][l.i].t
+		if len(times) == 0 || inRound[l.eng] || t.Sub(times[len(times)-1]) > time.Second {
+			times = append(times, t)
+			inRound = map[string]bool{}
+		}
+		inRound[l.eng] = true
+		idx[l.eng][l.i] = len(times) - 1
+	}
+	// Each line covers the logging interval before it (vLLM's default 10 s;
+	// the median spacing of the rounds when there are several): a pause
+	// longer than GapFactor of them is time no line covers.
 	interval := 10 * time.Second
 	if len(times) > 1 {
-		interval = times[len(times)-1].Sub(times[0]) / time.Duration(len(times)-1)
+		d := make([]time.Duration, len(times)-1)
+		for i := 1; i < len(times); i++ {
+			d[i-1] = times[i].Sub(times[i-1])
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		interval = d[len(d)/2]
+		if len(d)%2 == 0 {
+			interval = (d[len(d)/2-1] + d[len(d)/2]) / 2
+		}
 	}
 	w.Start, w.End = times[0].Add(-interval), times[len(times)-1]
 	w.Points = len(times)
+	if len(times) > 1 {
+		w.Times = times
+		w.NoteGaps()
+	}
 	engines := make([]string, 0, len(byEngine))
 	for e := range byEngine {
 		engines = append(engines, e)
@@ -179,8 +215,8 @@ func build(byEngine map[string][]sample, model, from string) *window.Window {
 			for i := range p {
 				p[i] = math.NaN()
 			}
-			for _, s := range ss {
-				p[idx[s.t]] = f(s)
+			for i, s := range ss {
+				p[idx[eng][i]] = f(s)
 			}
 			return p
 		}
@@ -196,10 +232,15 @@ func build(byEngine map[string][]sample, model, from string) *window.Window {
 		sawPre := false
 		prev := w.Start
 		for _, s := range ss {
-			dt := s.t.Sub(prev).Seconds()
+			// After a pause the line's average covers its own interval,
+			// not the pause: idle rounds are logged at DEBUG.
+			dt := s.t.Sub(prev)
+			if dt > window.GapFactor*interval {
+				dt = interval
+			}
 			prev = s.t
-			prompt += s.prompt * dt
-			gen += s.gen * dt
+			prompt += s.prompt * dt.Seconds()
+			gen += s.gen * dt.Seconds()
 			pre += s.preemptions
 			sawPre = sawPre || s.sawPreemptions
 		}

@@ -1,10 +1,12 @@
 package logs
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func read(t *testing.T, file string) *Result {
@@ -99,4 +101,80 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("counts %+v", r)
 		}
 	})
+}
+
+func statsLine(t time.Time, eng string, prompt float64, running int) string {
+	return fmt.Sprintf("(APIServer pid=1) INFO %s [loggers.py:123] Engine %s: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: 10.0 tokens/s, Running: %d reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%%, Prefix cache hit rate: 0.0%%\n",
+		t.Format("01-02 15:04:05"), eng, prompt, running)
+}
+
+// Idle stats lines are logged at DEBUG: a log whose lines pause for seven
+// minutes draws its points at their times, names the pause, and does not
+// stretch the line after it over the pause.
+func TestLogWithAGap(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	var secs []int
+	for s := 10; s <= 900; s += 10 {
+		if s > 120 && s < 540 {
+			continue
+		}
+		secs = append(secs, s)
+		b.WriteString(statsLine(t0.Add(time.Duration(s)*time.Second), "000", 100, 5))
+	}
+	r, err := Read(strings.NewReader(b.String()), "m", 2026, "gap.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.Window
+	if w.Points != len(secs) || !w.Start.Equal(t0) || w.Seconds() != 900 {
+		t.Fatalf("points %d, start %v, seconds %v", w.Points, w.Start, w.Seconds())
+	}
+	got := w.Timeline(w.Gauges["vllm:num_requests_running"][0].Points)
+	if len(got) != len(secs) {
+		t.Fatalf("timeline %v", got)
+	}
+	for i, p := range got {
+		if p[0] != float64(secs[i]) {
+			t.Fatalf("line %d drawn at %v s, logged at %d s", i, p[0], secs[i])
+		}
+	}
+	if notes := strings.Join(w.Notes, "\n"); !strings.Contains(notes, "no samples from 02:00 to 09:00 (7m00s)") {
+		t.Errorf("the pause is not named: %q", notes)
+	}
+	// Each line's 100 tokens/s covers its own 10 s, the pause's idle lines
+	// none.
+	if got := w.Counters["vllm:prompt_tokens_total"][0].Increase; got != 100*10*float64(len(secs)) {
+		t.Errorf("prompt tokens %v, want %v", got, 100*10*len(secs))
+	}
+}
+
+// Engines log one after another in each round: a round straddling a second
+// is one point, so the engines' running add up at every point.
+func TestEnginesOfARoundShareAPoint(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	for i := range 12 {
+		at := t0.Add(time.Duration(10*i+9) * time.Second)
+		b.WriteString(statsLine(at, "000", 100, 5))
+		if i%3 == 0 {
+			at = at.Add(time.Second)
+		}
+		b.WriteString(statsLine(at, "001", 100, 7))
+	}
+	r, err := Read(strings.NewReader(b.String()), "m", 2026, "dp.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.Window
+	if w.Points != 12 || len(w.Notes) != 0 {
+		t.Fatalf("points %d, notes %q", w.Points, w.Notes)
+	}
+	for _, g := range w.Gauges["vllm:num_requests_running"] {
+		for i, p := range g.Points {
+			if math.IsNaN(p) {
+				t.Fatalf("engine %s has no point in round %d: %v", g.Labels["engine"], i, g.Points)
+			}
+		}
+	}
 }

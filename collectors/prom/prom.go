@@ -152,7 +152,13 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 	w := window.New()
 	w.Start, w.End = start, end
 	w.From = c.url
+	// A range query evaluates at start, start+step, … up to end: the last
+	// point falls short of end when the step does not divide the window.
 	w.Points = int(c.opt.Window/c.opt.Step) + 1
+	w.Times = make([]time.Time, w.Points)
+	for i := range w.Times {
+		w.Times[i] = start.Add(time.Duration(i) * c.opt.Step)
+	}
 
 	names, err := c.discover(ctx, start, end)
 	if err != nil {

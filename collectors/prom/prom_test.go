@@ -8,6 +8,7 @@ import (
 	_ "github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -198,5 +199,51 @@ func TestEchoedSecretsAreMasked(t *testing.T) {
 		if strings.Contains(n, token) || strings.Contains(n, tenant) {
 			t.Fatalf("warning leaks: %s", n)
 		}
+	}
+}
+
+// A range query evaluates at start + i·step up to end: when the step does
+// not divide the window the last point falls short of end, and is drawn
+// where it was evaluated, not stretched to end.
+func TestStepNotDividingTheWindow(t *testing.T) {
+	url := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/values"):
+			fmt.Fprint(w, namesOK)
+		case strings.HasSuffix(r.URL.Path, "/query_range"):
+			start, _ := strconv.ParseFloat(r.Form.Get("start"), 64)
+			end, _ := strconv.ParseFloat(r.Form.Get("end"), 64)
+			step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
+			var vals []string
+			for t := start; t <= end; t += step {
+				vals = append(vals, fmt.Sprintf(`[%.3f,"%g"]`, t, t-start))
+			}
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"model_name":"m"},"values":[%s]}]}}`, strings.Join(vals, ","))
+		default:
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+		}
+	})
+	c, _ := New(Connection{URL: url}, Options{Window: 100 * time.Second, Step: 15 * time.Second, End: time.Unix(1767226000, 0)})
+	w, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := w.Gauges["vllm:num_requests_running"]
+	if len(g) != 1 || w.Points != 7 {
+		t.Fatalf("gauges %v, points %d", g, w.Points)
+	}
+	// Each point's value is its seconds into the window.
+	got := w.Timeline(g[0].Points)
+	if len(got) != 7 {
+		t.Fatalf("timeline %v of %v", got, g[0].Points)
+	}
+	for _, p := range got {
+		if p[0] != p[1] {
+			t.Fatalf("the point evaluated at %v s drawn at %v s: %v", p[1], p[0], got)
+		}
+	}
+	if len(w.Notes) != 0 {
+		t.Errorf("notes %q", w.Notes)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -111,10 +112,17 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 		now = time.Now
 	}
 	snaps := make([][]*Snapshot, len(s.URLs))
+	// at[i][j] is the tick snaps[i][j] was taken at: a failed scrape leaves
+	// its tick empty for that server, so every server's points stay on the
+	// same ticks.
+	at := make([][]int, len(s.URLs))
+	var ticks []time.Time
 	fails := make([]int, len(s.URLs))
 	s.Dead = make([]error, len(s.URLs))
 	tick := func(first bool) error {
 		t := now()
+		ticks = append(ticks, t)
+		k := len(ticks) - 1
 		var wg sync.WaitGroup
 		errs := make([]error, len(s.URLs))
 		for i, u := range s.URLs {
@@ -135,6 +143,7 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 					snap.Time = snap.Latest
 				}
 				snaps[i] = append(snaps[i], snap)
+				at[i] = append(at[i], k)
 			}
 			if s.Sequential {
 				fetch()
@@ -157,6 +166,7 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 			}
 		}
 		if first && alive == 0 {
+			ticks = ticks[:0]
 			for _, err := range errs {
 				if err != nil {
 					return err
@@ -207,18 +217,98 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 			return nil, fmt.Errorf("%s: %v", redact.String(u), err)
 		}
 		// The URL becomes provenance in the report: no credentials.
-		w := Window(snaps[i], instance, redact.String(u))
+		w := onTicks(Window(snaps[i], instance, redact.String(u)), at[i], len(ticks))
 		if fails[i] > 0 {
 			w.Notes = append(w.Notes, fmt.Sprintf("%s: %d of %d scrapes failed", redact.String(u), fails[i], n))
 		}
 		ws = append(ws, w)
 	}
 	w := Merge(ws)
+	if w.Times = tickTimes(ticks, snaps, at); !window.Increasing(w.Times) {
+		w.Times = nil // placed evenly, as the ticks were meant to be
+	}
+	w.NoteGaps()
 	if interrupted {
 		w.Notes = append(w.Notes, fmt.Sprintf("stopped after %d scrapes over %s: the diagnosis covers what was collected", n,
 			now().Sub(start).Round(time.Second)))
 	}
 	return w, nil
+}
+
+// onTicks places a server's window on the scrape ticks: at[j] is the tick
+// of its j-th reading. A tick whose scrape failed gets no gauge value (NaN)
+// and no histogram step; the step after it covers the whole pause, as the
+// window's increases do. Points become the ticks; Times are the run's to
+// set (tickTimes), for every server at once.
+func onTicks(w *window.Window, at []int, ticks int) *window.Window {
+	if ticks < 2 {
+		return w
+	}
+	w.Points, w.Times = ticks, nil
+	if len(at) == ticks {
+		return w
+	}
+	for name, gs := range w.Gauges {
+		for k, g := range gs {
+			pts := make([]float64, ticks)
+			for i := range pts {
+				pts[i] = math.NaN()
+			}
+			for j, p := range g.Points {
+				if j < len(at) {
+					pts[at[j]] = p
+				}
+			}
+			w.Gauges[name][k].Points = pts
+		}
+	}
+	for name, hs := range w.Histograms {
+		for k, h := range hs {
+			if h.Steps == nil {
+				continue
+			}
+			steps := make([][]window.Bucket, ticks)
+			for j, st := range h.Steps {
+				if j < len(at) {
+					steps[at[j]] = st
+				}
+			}
+			w.Histograms[name][k].Steps = steps
+		}
+	}
+	return w
+}
+
+// tickTimes is when each tick's readings were taken: the time of the first
+// server's reading at it (its samples' own timestamp when it stamps them,
+// as a simulator or a federating exporter does, else the tick's clock), so
+// points sit on the same clock as the window's start and end. A tick no
+// server answered has no reading to draw: it gets its clock time shifted as
+// its neighbour's was, to keep the order. Nil with fewer than two ticks.
+func tickTimes(ticks []time.Time, snaps [][]*Snapshot, at [][]int) []time.Time {
+	if len(ticks) < 2 {
+		return nil
+	}
+	out := make([]time.Time, len(ticks))
+	for i := range snaps {
+		for j, k := range at[i] {
+			if out[k].IsZero() {
+				out[k] = snaps[i][j].Time
+			}
+		}
+	}
+	for k := range out {
+		if !out[k].IsZero() {
+			continue
+		}
+		switch {
+		case k > 0:
+			out[k] = out[k-1].Add(ticks[k].Sub(ticks[k-1]))
+		default:
+			out[k] = ticks[k]
+		}
+	}
+	return out
 }
 
 func hostPort(u string) string {
@@ -297,10 +387,12 @@ func Files(paths []string, interval time.Duration, stdin io.Reader) (*window.Win
 	from := strings.Join(paths, ", ")
 	w := Window(snaps, "", from)
 	if interval > 0 {
-		// Only the spacing is known, not the wall-clock times.
-		w.Start, w.End = time.Time{}, time.Time{}
+		// Only the spacing is known, not the wall-clock times: the points
+		// are evenly spaced, exactly.
+		w.Start, w.End, w.Times = time.Time{}, time.Time{}, nil
 		w.Length = time.Duration(len(snaps)-1) * interval
 	}
+	w.NoteGaps()
 	return w, nil
 }
 

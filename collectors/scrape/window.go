@@ -27,6 +27,9 @@ func Window(snaps []*Snapshot, instance, from string) *window.Window {
 	w.Start, w.End = snaps[0].Time, snaps[len(snaps)-1].Time
 	w.Cumulative = len(snaps) == 1
 	w.Points = len(snaps)
+	if times := snapTimes(snaps); len(snaps) > 1 && window.Increasing(times) {
+		w.Times = times
+	}
 	label := func(l window.Labels) window.Labels {
 		if instance == "" {
 			return l
@@ -364,6 +367,14 @@ func histIncrease(seq []*histSample, cumulative bool) window.Histogram {
 	return out
 }
 
+func snapTimes(snaps []*Snapshot) []time.Time {
+	out := make([]time.Time, len(snaps))
+	for i, s := range snaps {
+		out[i] = s.Time
+	}
+	return out
+}
+
 func lastPresent(v []float64) float64 {
 	for i := len(v) - 1; i >= 0; i-- {
 		if !math.IsNaN(v[i]) {
@@ -393,7 +404,8 @@ func seriesKeys[T any](snaps []*Snapshot, f func(*Snapshot) map[string]T) []stri
 	return slices.Sorted(maps.Keys(set))
 }
 
-// Merge joins windows of several servers scraped at the same ticks.
+// Merge joins windows of several servers scraped at the same ticks (see
+// onTicks): point i of every gauge is the same instant.
 func Merge(ws []*window.Window) *window.Window {
 	if len(ws) == 1 {
 		return ws[0]
@@ -409,6 +421,13 @@ func Merge(ws []*window.Window) *window.Window {
 		out.Cumulative = out.Cumulative || w.Cumulative
 		if w.Points > out.Points {
 			out.Points = w.Points
+		}
+		switch {
+		case i == 0:
+			out.Times = w.Times
+		case !slices.Equal(w.Times, out.Times):
+			// Servers on other ticks have no common time axis to draw on.
+			out.Times = nil
 		}
 		if out.From != "" {
 			out.From += ", "

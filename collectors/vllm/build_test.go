@@ -181,3 +181,55 @@ func TestReconfiguredEngineWithholdsCapacity(t *testing.T) {
 		t.Fatalf("capacity %v, inconsistencies %+v", e.Values.Cond.KVCapacityTokens, e.Inconsistencies)
 	}
 }
+
+// A step whose p99 (or p50) rank lies past the highest finite bucket has
+// only that bound as a lower limit: it is left out of the per-step curve,
+// the trend and the chart, never drawn as the bound.
+func TestStepQuantilePastTopBucketIsLeftOut(t *testing.T) {
+	l := window.Labels{"model_name": "m"}
+	step := func(under10, total float64) []window.Bucket {
+		return []window.Bucket{{UpperBound: 1, Count: under10 / 2}, {UpperBound: 10, Count: under10}, {UpperBound: math.Inf(1), Count: total}}
+	}
+	// Six steps; in steps 3 and 4 most first tokens took over 10 s.
+	steps := [][]window.Bucket{nil, step(100, 100), step(100, 100), step(20, 100), step(30, 100), step(100, 100), step(100, 100)}
+	w := win()
+	w.Points = len(steps)
+	w.Histograms["vllm:time_to_first_token_seconds"] = []window.Histogram{{Labels: l, Count: 600, Sum: 3000,
+		Buckets: step(450, 600), Steps: steps}}
+	e := engine.Build(w, engine.Options{})[0]
+	p99, p50 := e.Curves["ttft_p99_steps"], e.Curves["ttft_p50_steps"]
+	for _, pt := range p99 {
+		if pt[1] >= 10 {
+			t.Errorf("p99 curve has %v: the bound, drawn as a value", pt)
+		}
+	}
+	// Steps 1, 2, 5 and 6 (every token under 10 s) are drawn, at the end of
+	// each 150 s step.
+	if len(p99) != 4 || p99[0][0] != 150 || p99[2][0] != 750 {
+		t.Errorf("p99 curve %v, want steps 1, 2, 5 and 6", p99)
+	}
+	for _, pt := range p50 {
+		if x := pt[0]; x == 3*150 || x == 4*150 {
+			t.Errorf("p50 at %v s drawn though most of that step is past 10 s: %v", x, p50)
+		}
+	}
+	if got := e.Values.Stage.TTFTP99Steps.Max; got >= 10 {
+		t.Errorf("ttft_p99_steps.max %v: the top bound taken as a p99", got)
+	}
+}
+
+// When most of a histogram lies past its highest finite bound, its upper
+// quantiles are only lower limits: withheld, with a note, not read as
+// values; the mean and the quantiles below the bound stay.
+func TestQuantilePastTopBucketIsWithheld(t *testing.T) {
+	l := window.Labels{"model_name": "m"}
+	bk := []window.Bucket{{UpperBound: 1, Count: 60}, {UpperBound: 10, Count: 95}, {UpperBound: math.Inf(1), Count: 100}}
+	w := win()
+	w.Histograms["vllm:time_to_first_token_seconds"] = []window.Histogram{{Labels: l, Count: 100, Sum: 400, Buckets: bk}}
+	e := engine.Build(w, engine.Options{})[0]
+	for path, withheld := range map[string]bool{"stage.ttft.p99": true, "stage.ttft.p95": false, "stage.ttft.p90": false, "stage.ttft.mean": false, "stage.ttft.p50": false} {
+		if got := e.Inconsistent(path) != ""; got != withheld {
+			t.Errorf("%s withheld %v, want %v (%+v)", path, got, withheld, e.Inconsistencies)
+		}
+	}
+}

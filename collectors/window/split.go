@@ -69,6 +69,7 @@ func (w *Window) Partition(label string) map[string]*Window {
 func (w *Window) emptyLike() *Window {
 	n := New()
 	n.Start, n.End, n.Length, n.Cumulative, n.Points, n.From = w.Start, w.End, w.Length, w.Cumulative, w.Points, w.From
+	n.Times = w.Times
 	n.Withheld = w.Withheld
 	return n
 }

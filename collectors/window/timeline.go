@@ -9,27 +9,45 @@ import (
 const MaxTimelinePoints = 240
 
 // Timeline pairs a gauge's points (or a per-step value, index i covering
-// point i−1 to i) with seconds from the window's start, assuming the points
-// are evenly spaced across it. Missing points are left out; past
-// MaxTimelinePoints neighbours merge into their maximum, so a spike survives.
-// Nil when the window has no known length or fewer than two points.
+// point i−1 to i, placed at point i) with seconds from the window's start:
+// the points' real times when the window has them (Times), else even
+// spacing across the window, exact when only the spacing is known. A gap
+// in the times stays a gap in x, so a chart breaks its line there. Missing
+// points are left out; past MaxTimelinePoints, each run of neighbours keeps
+// its lowest and its highest point, in time order, so neither a spike nor a
+// dip is lost. Nil when the window has no known length, fewer than two
+// points, or times for a different number of points.
 func (w *Window) Timeline(points []float64) [][2]float64 {
-	secs := w.Seconds()
-	if math.IsNaN(secs) || secs <= 0 || len(points) < 2 {
+	xs := w.x(len(points))
+	if xs == nil {
 		return nil
 	}
-	step := secs / float64(len(points)-1)
-	per := (len(points) + MaxTimelinePoints - 1) / MaxTimelinePoints
+	per := 1
+	if len(points) > MaxTimelinePoints {
+		per = (2*len(points) + MaxTimelinePoints - 1) / MaxTimelinePoints
+	}
 	var out [][2]float64
 	for i := 0; i < len(points); i += per {
-		x, y := math.NaN(), math.NaN()
+		lo, hi := -1, -1
 		for j := i; j < min(i+per, len(points)); j++ {
-			if p := points[j]; !math.IsNaN(p) && !math.IsInf(p, 0) && (math.IsNaN(y) || p > y) {
-				x, y = float64(j)*step, p
+			p := points[j]
+			if math.IsNaN(p) || math.IsInf(p, 0) {
+				continue
+			}
+			if lo < 0 || p < points[lo] {
+				lo = j
+			}
+			if hi < 0 || p > points[hi] {
+				hi = j
 			}
 		}
-		if !math.IsNaN(y) {
-			out = append(out, [2]float64{x, y})
+		switch {
+		case lo < 0:
+		case lo == hi:
+			out = append(out, [2]float64{xs[lo], points[lo]})
+		default:
+			a, b := min(lo, hi), max(lo, hi)
+			out = append(out, [2]float64{xs[a], points[a]}, [2]float64{xs[b], points[b]})
 		}
 	}
 	return out

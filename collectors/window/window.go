@@ -78,6 +78,11 @@ type Window struct {
 	Cumulative bool
 	// Points is the number of gauge sample points (scrapes or query steps).
 	Points int
+	// Times, when known, is when each point was taken (len == Points): the
+	// scrape ticks, the snapshots' own times, the query steps, the log
+	// lines. Nil when only the spacing is known (snapshot files given an
+	// interval): the points are then evenly spaced across the window.
+	Times []time.Time
 	// Families keyed by the exposed family name.
 	Counters   map[string][]Counter
 	Gauges     map[string][]Gauge
