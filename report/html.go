@@ -485,7 +485,9 @@ func latencyPage(id string, m advisor.LatencyMap, preemptions float64) (*pageLat
 	// The bar is mean end-to-end when decode and end-to-end are both known,
 	// else mean TTFT; its title names which, since its shares are of that.
 	whole, of := *m.TTFT, "of mean TTFT "+units.Duration(*m.TTFT)
-	withDecode := m.Decode != nil && m.E2E != nil && *m.E2E >= *m.TTFT
+	// Stacked only when the parts make the whole: TTFT and decode are means
+	// over different requests, and in a moving queue they can overrun it.
+	withDecode := m.Decode != nil && m.E2E != nil && *m.E2E > 0 && math.Abs(*m.TTFT+*m.Decode-*m.E2E) <= 0.05**m.E2E
 	if withDecode {
 		whole, of = *m.E2E, "of mean end-to-end "+units.Duration(*m.E2E)
 	}
@@ -518,6 +520,10 @@ func latencyPage(id string, m advisor.LatencyMap, preemptions float64) (*pageLat
 		then := "then decode " + units.Duration(*m.Decode)
 		if m.E2E != nil {
 			then += " of mean end-to-end " + units.Duration(*m.E2E)
+			if !withDecode {
+				then += fmt.Sprintf(" (mean TTFT + mean decode is %s of it: the means cover different requests, so decode is not stacked on TTFT)",
+					units.WholePercent((*m.TTFT+*m.Decode) / *m.E2E))
+			}
 			l.Rows = append(l.Rows, pageLatencyRow{Name: "decode", Value: units.Duration(*m.Decode),
 				Share: units.WholePercent(*m.Decode / *m.E2E) + " of end-to-end", Hint: "generating the output"})
 		}

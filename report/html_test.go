@@ -279,3 +279,27 @@ func TestChecklistReadyWithUncheckedItems(t *testing.T) {
 		}
 	}
 }
+
+// The latency bar stacks only parts that make its whole: decode joins TTFT
+// when mean TTFT + mean decode is mean end-to-end, not when the means of
+// different requests overrun it.
+func TestHTMLLatencyBarAddsUp(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	for _, c := range []struct {
+		name          string
+		m             advisor.LatencyMap
+		decode, whole string
+	}{
+		{"parts make the whole", advisor.LatencyMap{TTFT: f(19.14), Queue: f(19.09), Prefill: f(0.025), Front: f(0.026), Decode: f(2.41), E2E: f(21.54)}, "decode 2.41s (11%)", "end-to-end 21.54s"},
+		{"means overrun it", advisor.LatencyMap{TTFT: f(178.6), Queue: f(139.9), Prefill: f(1.3), Front: f(37.4), Decode: f(114.7), E2E: f(255.9)}, "", "TTFT 2m58s"},
+		{"no end-to-end", advisor.LatencyMap{TTFT: f(1), Queue: f(0.5), Prefill: f(0.4), Front: f(0.1), Decode: f(9)}, "", "TTFT 1.00s"},
+	} {
+		l, _ := latencyPage("t", c.m, 0)
+		if c.decode == "" && strings.Contains(l.Chart.Alt, "decode") || c.decode != "" && !strings.Contains(l.Chart.Alt, c.decode) {
+			t.Errorf("%s: %s", c.name, l.Chart.Alt)
+		}
+		if !strings.Contains(l.Chart.Title, c.whole) {
+			t.Errorf("%s: the bar is of %q, want %q", c.name, l.Chart.Title, c.whole)
+		}
+	}
+}
