@@ -29,82 +29,45 @@ const (
 // one object, or one per line as --append-result writes them (the last run
 // is used). Detailed arrays (ttfts, itls in seconds) give per-request
 // evidence; without them only the summary statistics (in ms) are used.
+//
+// The document is read once, streaming (stream.go): the per-request arrays
+// go into compact columns, never into a tree of the document.
 func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxBench+1))
+	m, runs, err := readRuns(r, from)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %s", from, oneLine(err))
-	}
-	if len(data) > maxBench {
-		return nil, nil, fmt.Errorf("%s is larger than %d MiB, more than a benchmark result holds: split the run, or give its requests as per-request JSONL, which streams", from, maxBench>>20)
-	}
-	data = bytes.TrimLeft(bytes.TrimPrefix(data, bom), " \t\r\n")
-	if len(data) == 0 {
-		return nil, nil, fmt.Errorf("%s: empty benchmark result", from)
-	}
-	if err := notBench(data, from); err != nil {
 		return nil, nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(nonFiniteToNull(data)))
-	dec.UseNumber()
-	var runs []map[string]json.RawMessage
-	for {
-		var m map[string]json.RawMessage
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if len(runs) > 0 {
-				break // a cut-off last line of an appended file: keep the runs before it
-			}
-			return nil, nil, fmt.Errorf("%s: not vllm bench serve result JSON: %s", from, oneLine(err))
-		}
-		if len(runs) == 0 && requestObject(m) {
-			return nil, nil, &FormatError{File: from, Is: "per-request JSONL, not a vllm bench serve result", Reader: "requests"}
-		}
-		runs = append(runs, m)
-	}
-	if len(runs) == 0 {
-		return nil, nil, fmt.Errorf("%s: empty benchmark result", from)
-	}
 	var notes []string
-	if len(runs) > 1 {
-		notes = append(notes, fmt.Sprintf("holds %d appended runs; the last one is used", len(runs)))
+	if runs > 1 {
+		notes = append(notes, fmt.Sprintf("holds %d appended runs; the last one is used", runs))
 	}
-	m := runs[len(runs)-1]
-	if _, ok := m["completed"]; !ok {
-		if _, ok2 := m["ttfts"]; !ok2 {
-			return nil, nil, fmt.Errorf("%s: no completed count or ttfts: not a vllm bench serve result", from)
-		}
+	if _, ok := m.scalars["completed"]; !ok && !m.hasTTFTs {
+		return nil, nil, fmt.Errorf("%s: no completed count or ttfts: not a vllm bench serve result", from)
 	}
 	a := NewAccumulator()
-	a.Run.RequestRate = rate(m["request_rate"])
-	if c, ok := number(m["max_concurrency"]); ok {
+	a.Run.RequestRate = rate(m.scalars["request_rate"])
+	if c, ok := number(m.scalars["max_concurrency"]); ok {
 		a.Run.MaxConcurrency = c
 	}
-	var p fastjson.Parser
-	ttfts, ok := floats(&p, m["ttfts"])
-	if !ok {
+	if !m.ttfts.ok {
 		return nil, nil, fmt.Errorf("%s: ttfts is not an array of numbers", from)
 	}
+	ttfts := m.ttfts.vals
 	if len(ttfts) == 0 {
-		return summaryOnly(a, m, from, notes)
+		return summaryOnly(a, m.scalars, from, notes)
 	}
-	inputs, _ := floats(&p, m["input_lens"])
-	outputs, _ := floats(&p, m["output_lens"])
-	starts, _ := floats(&p, m["start_times"])
-	itls, itlsBad := nested(&p, m["itls"])
-	errs := stringsOf(&p, m["errors"])
+	inputs, outputs, starts := m.inputs.column(), m.outputs.column(), m.starts.column()
 	for _, c := range []struct {
 		name string
 		n    int
-	}{{"input_lens", len(inputs)}, {"output_lens", len(outputs)}, {"itls", len(itls)}, {"start_times", len(starts)}, {"errors", len(errs)}} {
+	}{{"input_lens", len(inputs)}, {"output_lens", len(outputs)}, {"itls", m.itls.len()}, {"start_times", len(starts)}, {"errors", m.errs.len()}} {
 		if c.n > 0 && c.n != len(ttfts) {
 			return nil, nil, fmt.Errorf("%s: ttfts has %d entries but %s has %d: the per-request arrays do not line up", from, len(ttfts), c.name, c.n)
 		}
 	}
 	a.q.where = "index"
 	noOutput := 0
+	nITL, nErr := m.itls.len(), m.errs.len()
 	for i, ttft := range ttfts {
 		rec := Record{TTFT: ttft, Start: at(starts, i), Prompt: at(inputs, i), Output: at(outputs, i),
 			MaxTokens: math.NaN(), Queue: math.NaN(), Prefill: math.NaN(), Decode: math.NaN(), ServerTTFT: math.NaN(),
@@ -119,14 +82,14 @@ func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 		if i < len(starts) && math.IsNaN(starts[i]) {
 			rec.bad |= bStart
 		}
-		if i < len(itls) {
-			rec.ITLs = itls[i]
-			if itlsBad[i] {
+		if i < nITL {
+			rec.ITLs = m.itls.gaps[m.itls.off[i]:m.itls.off[i+1]:m.itls.off[i+1]]
+			if m.itls.bad[i] {
 				rec.bad |= bITL
 			}
 		}
-		if i < len(errs) {
-			rec.Error = errs[i]
+		if i < nErr && m.errs.failed[i] {
+			rec.Error = "error"
 		}
 		// vllm bench serve leaves a request that failed without a message at
 		// TTFT 0 with no output.
@@ -207,28 +170,6 @@ func (e *FormatError) Error() string {
 	return msg
 }
 
-// notBench names what a file given as a benchmark result is instead, when it can tell.
-func notBench(data []byte, from string) error {
-	switch first := firstLine(data); {
-	case data[0] == '[' && bytes.Contains(first, []byte(`"ttft"`)):
-		return &FormatError{File: from, Is: "a JSON array of requests, not a vllm bench serve result", Reader: "requests", Convert: "jq -c '.[]' " + from}
-	case data[0] == '[':
-		return fmt.Errorf("%s is a JSON array, not a vllm bench serve result object", from)
-	case data[0] != '{' && bytes.Contains(first, []byte("ttft")) && bytes.Contains(first, []byte(",")):
-		return &FormatError{File: from, Is: "per-request CSV, not a vllm bench serve result", Reader: "requests"}
-	}
-	return nil
-}
-
-// requestObject: one request of the per-request schema, not a benchmark run.
-func requestObject(m map[string]json.RawMessage) bool {
-	_, ttfts := m["ttfts"]
-	_, completed := m["completed"]
-	_, ttft := m["ttft"]
-	_, ttftMs := m["ttft_ms"]
-	return (ttft || ttftMs) && !ttfts && !completed
-}
-
 // nonFiniteToNull: Python's json writes NaN and ±Infinity, which JSON lacks.
 // NaN and -Infinity become null, Infinity the string "Infinity" (a closed
 // loop's request_rate); either is a missing summary value or a non-finite
@@ -277,75 +218,6 @@ func nonFiniteToken(b []byte) int {
 		}
 	}
 	return 0
-}
-
-// floats reads a JSON array of numbers; an entry that is null (NaN or
-// ±Infinity in the file), not finite or not a number is NaN. ok is false
-// when raw is there but not an array.
-func floats(p *fastjson.Parser, raw json.RawMessage) ([]float64, bool) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, true
-	}
-	v, err := p.ParseBytes(raw)
-	if err != nil || v.Type() != fastjson.TypeArray {
-		return nil, false
-	}
-	arr := v.GetArray()
-	out := make([]float64, len(arr))
-	for i, x := range arr {
-		out[i] = finite(x)
-	}
-	return out, true
-}
-
-func finite(x *fastjson.Value) float64 {
-	if f, err := x.Float64(); err == nil && evidence.Present(f) {
-		return f
-	}
-	return math.NaN()
-}
-
-// nested reads itls: an array of arrays of gaps. bad[i] is set when entry
-// i holds something other than finite numbers.
-func nested(p *fastjson.Parser, raw json.RawMessage) (out [][]float64, bad []bool) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	v, err := p.ParseBytes(raw)
-	if err != nil || v.Type() != fastjson.TypeArray {
-		return nil, nil
-	}
-	arr := v.GetArray()
-	out, bad = make([][]float64, len(arr)), make([]bool, len(arr))
-	for i, x := range arr {
-		if x.Type() != fastjson.TypeArray {
-			bad[i] = x.Type() != fastjson.TypeNull
-			continue
-		}
-		inner := x.GetArray()
-		out[i] = make([]float64, len(inner))
-		for j, g := range inner {
-			out[i][j] = finite(g)
-			bad[i] = bad[i] || math.IsNaN(out[i][j])
-		}
-	}
-	return out, bad
-}
-
-func stringsOf(p *fastjson.Parser, raw json.RawMessage) []string {
-	if len(raw) == 0 {
-		return nil
-	}
-	v, err := p.ParseBytes(raw)
-	if err != nil || v.Type() != fastjson.TypeArray {
-		return nil
-	}
-	arr := v.GetArray()
-	out := make([]string, len(arr))
-	for i, x := range arr {
-		out[i] = string(x.GetStringBytes())
-	}
-	return out
 }
 
 func firstLine(b []byte) []byte {
