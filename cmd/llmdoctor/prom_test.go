@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -397,8 +401,12 @@ func TestQueryCountIndependentOfInstances(t *testing.T) {
 }
 
 // BenchmarkPromFleet diagnoses a real Prometheus holding 1, 100 and 1000
-// identical vLLM instances (15-minute window, 1-minute samples): queries
-// issued and wall time per diagnosis.
+// identical vLLM instances (15-minute window, 1-minute samples), reached
+// through a counting proxy. Reported per diagnosis: the queries the proxy saw
+// (queries/op), the slowest of them when sent again alone, one at a time
+// (slowest-query-ms, the best of three), the wall time over that slowest
+// query (wall/slowest), and the process's peak RSS while diagnosing
+// (peak-RSS-MiB, Linux; Prometheus runs in a process of its own).
 func BenchmarkPromFleet(b *testing.B) {
 	promtest.Need(b)
 	dir := b.TempDir()
@@ -410,13 +418,20 @@ func BenchmarkPromFleet(b *testing.B) {
 			tsdb := filepath.Join(dir, fmt.Sprintf("tsdb%d", n))
 			promtest.Backfill(b, src, tsdb)
 			os.Remove(src)
-			url := promtest.Start(b, tsdb, "").URL
+			prom := promtest.Start(b, tsdb, "").URL
+			cp := &countingProxy{target: prom}
+			proxy := httptest.NewServer(cp)
+			defer proxy.Close()
 			set, cfg, _ := loadRules("-", nil)
+			runtime.GC()
+			debug.FreeOSMemory()
+			resetPeakRSS()
+			b.ReportAllocs()
 			b.ResetTimer()
 			var queries int
 			for i := 0; i < b.N; i++ {
 				var pf promFlags
-				pf.url, pf.end, pf.window, pf.step, pf.timeout, pf.parallel = url, end, 15*time.Minute, time.Minute, 2*time.Minute, 8
+				pf.url, pf.end, pf.window, pf.step, pf.timeout, pf.parallel = proxy.URL, end, 15*time.Minute, time.Minute, 2*time.Minute, 8
 				p, err := pf.source()
 				if err != nil {
 					b.Fatal(err)
@@ -430,7 +445,118 @@ func BenchmarkPromFleet(b *testing.B) {
 					b.Fatalf("verdict %+v", d.Targets)
 				}
 			}
-			b.ReportMetric(float64(queries), "queries")
+			b.StopTimer()
+			wall := float64(b.Elapsed()) / float64(b.N)
+			peak := peakRSS()
+			seen := cp.take()
+			if len(seen)%b.N != 0 || len(seen)/b.N != queries {
+				b.Fatalf("the proxy saw %d requests in %d diagnoses; the collector counted %d per diagnosis", len(seen), b.N, queries)
+			}
+			slowest := cp.slowestAlone(b, seen[:len(seen)/b.N])
+			b.ReportMetric(float64(queries), "queries/op")
+			b.ReportMetric(float64(slowest)/1e6, "slowest-query-ms")
+			b.ReportMetric(wall/float64(slowest), "wall/slowest")
+			if peak > 0 {
+				b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+			}
 		})
 	}
+}
+
+// countingProxy passes requests to Prometheus and keeps each one, so that the
+// queries of a diagnosis can be counted and sent again one at a time.
+type countingProxy struct {
+	target string
+	mu     sync.Mutex
+	seen   []proxiedRequest
+}
+
+type proxiedRequest struct {
+	method, uri, contentType string
+	body                     []byte
+}
+
+func (c *countingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	req := proxiedRequest{r.Method, r.URL.RequestURI(), r.Header.Get("Content-Type"), body}
+	c.mu.Lock()
+	c.seen = append(c.seen, req)
+	c.mu.Unlock()
+	resp, err := req.send(r.Context(), c.target)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+func (p proxiedRequest) send(ctx context.Context, target string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, p.method, target+p.uri, bytes.NewReader(p.body))
+	if err != nil {
+		return nil, err
+	}
+	if p.contentType != "" {
+		req.Header.Set("Content-Type", p.contentType)
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (c *countingProxy) take() []proxiedRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.seen
+	c.seen = nil
+	return s
+}
+
+// slowestAlone sends each request again, alone, three times, and returns the
+// longest of their best times: the least a diagnosis needing it can take.
+func (c *countingProxy) slowestAlone(b *testing.B, reqs []proxiedRequest) time.Duration {
+	var slowest time.Duration
+	for _, r := range reqs {
+		best := time.Duration(math.MaxInt64)
+		for k := 0; k < 3; k++ {
+			t0 := time.Now()
+			resp, err := r.send(context.Background(), c.target)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b.Fatalf("%s %s: %d %v", r.method, r.uri, resp.StatusCode, err)
+			}
+			best = min(best, time.Since(t0))
+		}
+		slowest = max(slowest, best)
+	}
+	return slowest
+}
+
+// resetPeakRSS resets the kernel's high-water mark of this process's
+// resident set (Linux; elsewhere peakRSS reports 0).
+func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is this process's resident-set high-water mark (VmHWM) in bytes.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
