@@ -184,7 +184,11 @@ func newPage(title, heading string, o Options) *page {
 func HTML(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	title := "llmdoctor diagnosis"
 	if len(d.Targets) == 1 {
-		title = fmt.Sprintf("%s · %s · llmdoctor", verdictWord(d.Targets[0].Primary), targetName(d.Targets[0].Target))
+		name := targetName(d.Targets[0].Target)
+		if o.TargetName != "" {
+			name = o.TargetName
+		}
+		title = fmt.Sprintf("%s · %s · llmdoctor", verdictWord(d.Targets[0].Primary), name)
 	}
 	p := newPage(title, "llmdoctor diagnosis", o)
 	p.Window = windowHTML(d.Window)
@@ -194,7 +198,11 @@ func HTML(w io.Writer, d *advisor.Diagnosis, o Options) error {
 		p.Empty = "No serving-engine metrics found in the sources: nothing to diagnose."
 	}
 	for i, t := range d.Targets {
-		p.Targets = append(p.Targets, targetPage(i, t, d.Window))
+		pt := targetPage(i, t, d.Window)
+		if o.TargetName != "" && len(d.Targets) == 1 {
+			pt.Name = o.TargetName
+		}
+		p.Targets = append(p.Targets, pt)
 	}
 	return pages.ExecuteTemplate(w, "page", p)
 }

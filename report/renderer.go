@@ -42,6 +42,9 @@ type Options struct {
 	Nav []Link
 	// Refresh reloads an HTML page every so many seconds; 0 never.
 	Refresh int
+	// TargetName names the one target of an HTML page in its heading and
+	// title instead of its labels (serve: a run narrowed by a selector).
+	TargetName string
 }
 
 // Renderer writes diagnoses, checklists or both in one format. Each lives

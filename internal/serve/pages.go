@@ -164,7 +164,7 @@ func (s *Server) pageLatest(w http.ResponseWriter, r *http.Request) {
 		nav = append(nav, report.Link{Text: "older run: " + runLabel(old), Href: s.href(v.slug, old.id)})
 	}
 	nav = append(nav, s.refreshLink(v.slug, refresh))
-	s.renderRun(w, v.runs[0], report.Options{Nav: nav, Refresh: refresh}, "no-store")
+	s.renderRun(w, v.runs[0], report.Options{Nav: nav, Refresh: refresh, TargetName: v.name}, "no-store")
 }
 
 // pageRun is GET /report/{target}/{run}: a kept run, which never changes.
@@ -201,7 +201,7 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 			nav = append(nav, report.Link{Text: "run " + runLabel(x), Href: s.href(v.slug, x.id)})
 		}
 	}
-	s.renderRun(w, run, report.Options{Nav: nav}, fmt.Sprintf("private, max-age=%d, immutable", runCacheAge))
+	s.renderRun(w, run, report.Options{Nav: nav, TargetName: v.name}, fmt.Sprintf("private, max-age=%d, immutable", runCacheAge))
 }
 
 // wholeLink links a narrowed target's pages to the latest report of the

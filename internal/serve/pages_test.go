@@ -625,6 +625,8 @@ func TestReportNarrowedRuns(t *testing.T) {
 			`note: narrowed run: it covers only the series of model m1 matching instance="x", not the whole target`,
 			"asked by Alertmanager (alert VLLMQueueBacklog) · selector instance=\"x\" · window 40m ending 2026-12-01 00:22:00 UTC",
 			`href="/report/m1">the whole target: latest report of model m1</a>`,
+			// The heading and title name the narrowed target, not the model alone.
+			`<h2>model m1 · instance="x"`, `<title>queueing · model m1 · instance="x" · llmdoctor</title>`,
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("%s lacks %q:\n%s", p, want, body)
