@@ -599,11 +599,7 @@ func (s *stream) value(d int) int {
 			s.fail(c, "after object key:value pair")
 		}
 	case c == '[':
-		s.push(c)
-		s.skipWS()
-		if s.next() == ']' {
-			s.i++
-			s.depth--
+		if !s.openArray() {
 			return d
 		}
 		deepest := d
@@ -814,6 +810,34 @@ func finite(tok []byte, exp bool) float64 {
 
 func isNumberStart(c byte) bool { return c == '-' || '0' <= c && c <= '9' }
 
+// openArray steps into the array at '[': false when it is empty (and so
+// already closed), true when elements follow.
+func (s *stream) openArray() bool {
+	s.push('[')
+	s.skipWS()
+	if s.next() == ']' {
+		s.i++
+		s.depth--
+		return false
+	}
+	return true
+}
+
+// numberOr reads an array element as a number; another value (skipped, its
+// nesting from depth raising *deepest) or a non-finite number is NaN. The
+// number is the hot path: it stays small enough to inline.
+func (s *stream) numberOr(depth int, deepest *int) float64 {
+	if isNumberStart(s.next()) {
+		return finite(s.number())
+	}
+	return s.nonNumber(depth, deepest)
+}
+
+func (s *stream) nonNumber(depth int, deepest *int) float64 {
+	*deepest = max(*deepest, s.value(depth))
+	return math.NaN()
+}
+
 // floats reads a per-request array of numbers into col; an entry that is
 // not a finite number is NaN. null reads as absent; anything else than an
 // array (or one nested deeper than fastjson reads) is not ok.
@@ -829,21 +853,12 @@ func (s *stream) floats(col *column) {
 		col.ok = false
 		return
 	}
-	s.push('[')
-	s.skipWS()
-	if s.next() == ']' {
-		s.i++
-		s.depth--
+	if !s.openArray() {
 		return
 	}
 	deepest := 1
 	for {
-		if c := s.next(); isNumberStart(c) {
-			col.vals = append(col.vals, finite(s.number()))
-		} else {
-			deepest = max(deepest, s.value(2))
-			col.vals = append(col.vals, math.NaN())
-		}
+		col.vals = append(col.vals, s.numberOr(2, &deepest))
 		if s.endElement() {
 			break
 		}
@@ -860,11 +875,7 @@ func (s *stream) itls(col *itlColumn) {
 		s.value(1)
 		return
 	}
-	s.push('[')
-	s.skipWS()
-	if s.next() == ']' {
-		s.i++
-		s.depth--
+	if !s.openArray() {
 		col.valid = true
 		return
 	}
@@ -873,21 +884,11 @@ func (s *stream) itls(col *itlColumn) {
 		bad := false
 		switch c := s.next(); c {
 		case '[':
-			s.push('[')
-			s.skipWS()
-			if s.next() == ']' {
-				s.i++
-				s.depth--
+			if !s.openArray() {
 				break
 			}
 			for {
-				var x float64
-				if c := s.next(); isNumberStart(c) {
-					x = finite(s.number())
-				} else {
-					deepest = max(deepest, s.value(3))
-					x = math.NaN()
-				}
+				x := s.numberOr(3, &deepest)
 				bad = bad || math.IsNaN(x)
 				col.gaps = append(col.gaps, x)
 				if s.endElement() {
@@ -916,11 +917,7 @@ func (s *stream) errs(col *errColumn) {
 		s.value(1)
 		return
 	}
-	s.push('[')
-	s.skipWS()
-	if s.next() == ']' {
-		s.i++
-		s.depth--
+	if !s.openArray() {
 		col.valid = true
 		return
 	}
