@@ -718,12 +718,7 @@ func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 	}
 	p.line(fmt.Sprintf("  %8s └%s", "", strings.Repeat("─", cols)))
 	p.line(fmt.Sprintf("  %8s  0 … %s prompt tokens", "", units.Tokens(maxX)))
-	get := func(k string) float64 {
-		if x, ok := cond[k].(float64); ok {
-			return x
-		}
-		return math.NaN()
-	}
+	get := func(k string) float64 { return treeNumber(cond, k) }
 	p.wrap("  ", fmt.Sprintf("fit: TTFT ≈ %s + %s per 1k prompt tokens (R² %s)%s",
 		units.Duration(get("prompt_ttft_intercept")), units.Duration(get("prompt_ttft_slope")), units.Number(get("prompt_ttft_r2")),
 		fitReading(get("prompt_ttft_r2"))))
@@ -756,19 +751,28 @@ func stageLatency(stage string) string {
 	return "latency"
 }
 
+// treeNumber reads a dotted path from a report's nested maps (conditions,
+// the evidence tree); NaN when absent or not a number.
+func treeNumber(tree map[string]any, path string) float64 {
+	var cur any = tree
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return math.NaN()
+		}
+		cur = m[k]
+	}
+	if x, ok := cur.(float64); ok {
+		return x
+	}
+	return math.NaN()
+}
+
 func conditionsText(c map[string]any) string {
 	var parts []string
 	get := func(path ...string) (float64, bool) {
-		var cur any = c
-		for _, k := range path {
-			m, ok := cur.(map[string]any)
-			if !ok {
-				return 0, false
-			}
-			cur = m[k]
-		}
-		x, ok := cur.(float64)
-		return x, ok
+		x := treeNumber(c, strings.Join(path, "."))
+		return x, evidence.Present(x)
 	}
 	if m, ok := get("prompt_tokens", "mean"); ok {
 		s := "prompt " + units.Tokens(m) + " tokens mean"
