@@ -48,9 +48,10 @@ func simHandler(t *testing.T, sc *sim.Scenario, step time.Duration, speed float6
 	return sim.NewServer(e, step, speed).Handler()
 }
 
-// Three healthy replicas and one that queues: the fleet rule names it.
-func TestFleetOutlierNamesTheInstance(t *testing.T) {
-	t.Parallel()
+// fleetDiagnosis scrapes three healthy replicas and one that queues (the
+// third URL) and diagnoses them as one target.
+func fleetDiagnosis(t *testing.T) (*advisor.Diagnosis, []string) {
+	t.Helper()
 	urls := []string{serveScenario(t, "healthy", 1), serveScenario(t, "healthy", 2),
 		serveScenario(t, "queue-bound", 3), serveScenario(t, "healthy", 4)}
 	s := &scrape.Scraper{URLs: urls, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true}
@@ -59,7 +60,13 @@ func TestFleetOutlierNamesTheInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, cfg, _ := loadRules("-", nil)
-	d := (&diagnosis.Input{Window: w, Sources: []advisor.Source{{Kind: "scrape", OK: true}}}).Diagnose(set, cfg)
+	return (&diagnosis.Input{Window: w, Sources: []advisor.Source{{Kind: "scrape", OK: true}}}).Diagnose(set, cfg), urls
+}
+
+// Three healthy replicas and one that queues: the fleet rule names it.
+func TestFleetOutlierNamesTheInstance(t *testing.T) {
+	t.Parallel()
+	d, urls := fleetDiagnosis(t)
 	if len(d.Targets) != 1 {
 		t.Fatalf("%d targets", len(d.Targets))
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,15 +12,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/collectors/scrape"
-	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/browsertest"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/report"
-	"github.com/llmdoctor/llmdoctor/rules"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/report.png, the README's picture of the demo report")
@@ -87,7 +82,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 				charts: []string{"target-1-latency", "target-1-ttft", "target-1-queue", "target-1-kv", "target-1-gpu"}})
 		}
 	}
-	cases = append(cases, fleetPage(t, set, cfg), requestsPage(t), checklistPage(t))
+	cases = append(cases, fleetPage(t), requestsPage(t), checklistPage(t))
 
 	dir := screenshotDir()
 	for _, c := range cases {
@@ -216,16 +211,9 @@ func checkDiagnosisDOM(t *testing.T, p *browsertest.Page, d *advisor.Diagnosis) 
 }
 
 // fleetPage: three healthy replicas and one that queues.
-func fleetPage(t *testing.T, set *rules.Set, cfg *rules.Config) pageCase {
+func fleetPage(t *testing.T) pageCase {
 	t.Helper()
-	urls := []string{serveScenario(t, "healthy", 1), serveScenario(t, "healthy", 2),
-		serveScenario(t, "queue-bound", 3), serveScenario(t, "healthy", 4)}
-	s := &scrape.Scraper{URLs: urls, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true}
-	w, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := (&diagnosis.Input{Window: w, Sources: []advisor.Source{{Kind: "scrape", OK: true}}}).Diagnose(set, cfg)
+	d, _ := fleetDiagnosis(t)
 	page := renderHTML(t, d)
 	if !bytes.Contains(page, []byte("highlighted: the instance the fleet/outlier finding names for this number")) {
 		t.Error("the fleet page does not highlight the outlier the finding names")
