@@ -22,23 +22,23 @@ func Fleet(e *Evidence) {
 		return
 	}
 	outlier := func(get func(*Evidence) float64, smooth float64) (float64, string) {
-		best, name := math.NaN(), ""
-		for i, m := range inst {
-			x := get(m)
-			var others []float64
-			for j, o := range inst {
-				if y := get(o); j != i && Present(y) {
-					others = append(others, y)
-				}
+		// One sort for all members: the others of a member are the sorted
+		// values less one copy of its own (a fleet of thousands stays
+		// n log n).
+		var all []float64
+		for _, m := range inst {
+			if x := get(m); Present(x) {
+				all = append(all, x)
 			}
-			if !Present(x) || len(others) == 0 {
+		}
+		sort.Float64s(all)
+		best, name := math.NaN(), ""
+		for _, m := range inst {
+			x := get(m)
+			if !Present(x) || len(all) < 2 {
 				continue
 			}
-			sort.Float64s(others)
-			med := others[len(others)/2]
-			if len(others)%2 == 0 {
-				med = (others[len(others)/2-1] + others[len(others)/2]) / 2
-			}
+			med := medianWithout(all, sort.SearchFloat64s(all, x))
 			if med+smooth <= 0 {
 				continue
 			}
@@ -58,4 +58,19 @@ func Fleet(e *Evidence) {
 		e.Text["service.waiting_outlier"] = n
 		e.Cite("service.waiting_outlier_ratio", Source{Metric: "derived", Note: "per-instance mean waiting against the median of the others"})
 	}
+}
+
+// medianWithout is the median of sorted less its element at skip.
+func medianWithout(sorted []float64, skip int) float64 {
+	at := func(k int) float64 {
+		if k >= skip {
+			k++
+		}
+		return sorted[k]
+	}
+	n := len(sorted) - 1
+	if n%2 == 1 {
+		return at(n / 2)
+	}
+	return (at(n/2-1) + at(n/2)) / 2
 }
