@@ -88,7 +88,7 @@ func (o *diagnoseOpts) sourceProblem(p diagnosis.Problem) error {
 	case diagnosis.BadPromStep:
 		return usageErr("--step %s: want a positive duration such as 30s, or leave it out (window/60, at least 15s)", units.ShortDuration(pf.step))
 	case diagnosis.BadPromParallel:
-		return usageErr("--prom-parallel %d: want at least 1 query in flight (default 8)", pf.parallel)
+		return usageErr("--prom-parallel %d: want at least 1 query in flight (default %d)", pf.parallel, prom.DefaultParallel)
 	case diagnosis.BadPromTimeout:
 		return usageErr("--prom-timeout %s: want a positive duration such as 30s", units.ShortDuration(pf.timeout))
 	case diagnosis.CertWithoutKey:

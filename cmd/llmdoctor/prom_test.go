@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/promtest"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
@@ -320,83 +320,45 @@ func TestMissingDCGMIsNamedNotAVerdict(t *testing.T) {
 	}
 }
 
-// withInstances copies an OpenMetrics file, giving every series n instance
-// labels: a fleet of n replicas with identical traffic. Within each family the
-// instances come one after another, so every series stays contiguous and in
-// time order, as OpenMetrics requires; the copy is streamed.
-func withInstances(t testing.TB, src, dst string, n int) {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	w := bufio.NewWriterSize(out, 1<<20)
-	defer w.Flush()
-	var block []string
-	flush := func() {
-		for k := 0; k < n; k++ {
-			for _, l := range block {
-				i := strings.IndexByte(l, '{')
-				fmt.Fprintf(w, "%s{instance=\"10.0.%d.%d:8000\",%s\n", l[:i], k/250, k%250, l[i+1:])
-			}
-		}
-		block = block[:0]
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		switch {
-		case l == "":
-		case strings.HasPrefix(l, "#"):
-			flush()
-			w.WriteString(l + "\n")
-		default:
-			block = append(block, l)
-		}
-	}
-	flush()
-}
-
-// fleetWindow writes one queue-bound instance's 15-minute window as
-// OpenMetrics (1-minute samples) and returns it with the window's end.
-func fleetWindow(tb testing.TB, dir string) (om, end string) {
-	sc, _ := sim.Load("queue-bound")
-	sc.Warmup, sc.Duration = time.Minute, 15*time.Minute
-	om = filepath.Join(dir, "one.om")
-	f, _ := os.Create(om)
-	if err := (sim.Offline{OpenMetrics: f, Step: time.Minute}).Run(sc); err != nil {
-		tb.Fatal(err)
-	}
-	f.Close()
-	return om, strconv.FormatInt(sim.Epoch.Add(sc.Warmup+sc.Duration).Unix(), 10)
-}
-
 // The number of queries does not grow with the number of instances, and a
-// fleet of identical replicas is diagnosed like one of them.
+// fleet of identical replicas is diagnosed like one of them: the same
+// verdict, the same latencies and shares, the counts times the replicas.
 func TestQueryCountIndependentOfInstances(t *testing.T) {
 	t.Parallel()
 	promtest.Need(t)
 	dir := t.TempDir()
-	om, end := fleetWindow(t, dir)
+	const fleet = 20
 	queries := map[int]int{}
-	verdict := map[int]string{}
-	for _, n := range []int{1, 20} {
-		src := filepath.Join(dir, fmt.Sprintf("fleet%d.om", n))
-		withInstances(t, om, src, n)
-		tsdb := filepath.Join(dir, fmt.Sprintf("tsdb%d", n))
-		promtest.Backfill(t, src, tsdb)
+	got := map[int]evidenceJSON{}
+	for _, n := range []int{1, fleet} {
+		tsdb, end := promtest.Fleet(t, dir, n)
 		url := promtest.Start(t, tsdb, "").URL
-		d := runJSON(t, "--prom", url, "--end", end, "--step", "1m")
+		d := runJSON(t, "--prom", url, "--end", strconv.FormatInt(end.Unix(), 10), "--step", "1m")
 		queries[n] = d.Sources[0].Queries
-		verdict[n] = d.Targets[0].Primary.Bottleneck
+		got[n] = d
 	}
-	if queries[1] != queries[20] || queries[1] < 10 {
+	if queries[1] != queries[fleet] || queries[1] > 30 || queries[1] < 5 {
 		t.Fatalf("queries: %v", queries)
 	}
-	if verdict[1] != "queueing" || verdict[20] != "queueing" {
-		t.Fatalf("verdicts %v", verdict)
+	one, many := got[1].Targets[0], got[fleet].Targets[0]
+	if one.Primary.Bottleneck != "queueing" || many.Primary.Bottleneck != "queueing" {
+		t.Fatalf("verdicts %s, %s", one.Primary.Bottleneck, many.Primary.Bottleneck)
+	}
+	same := func(path string, times float64) {
+		a, b := num(one.Evidence, path), num(many.Evidence, path)
+		if math.IsNaN(a) || math.Abs(a*times-b) > 1e-9*math.Max(1, math.Abs(b)) {
+			t.Errorf("%s: %v at one instance, %v at %d", path, a, b, fleet)
+		}
+	}
+	for _, p := range []string{"stage.ttft.p99", "stage.ttft.p50", "stage.queue.mean", "stage.itl.p50", "service.e2e.p99",
+		"resource.kv_usage.mean", "stage.share.queue", "cond.prompt_tokens.p90", "resource.prefix_hit_rate", "stage.ttft_p99_steps.mean"} {
+		same(p, 1)
+	}
+	for _, p := range []string{"service.finished", "service.running.mean", "service.waiting.mean", "stage.ttft.count"} {
+		same(p, fleet)
+	}
+	if n := num(many.Evidence, "service.instances"); n != fleet {
+		t.Errorf("service.instances %v, want %d", n, fleet)
 	}
 }
 
@@ -410,16 +372,12 @@ func TestQueryCountIndependentOfInstances(t *testing.T) {
 func BenchmarkPromFleet(b *testing.B) {
 	promtest.Need(b)
 	dir := b.TempDir()
-	om, end := fleetWindow(b, dir)
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
-			src := filepath.Join(dir, fmt.Sprintf("fleet%d.om", n))
-			withInstances(b, om, src, n)
-			tsdb := filepath.Join(dir, fmt.Sprintf("tsdb%d", n))
-			promtest.Backfill(b, src, tsdb)
-			os.Remove(src)
-			prom := promtest.Start(b, tsdb, "").URL
-			cp := &countingProxy{target: prom}
+			tsdb, endTime := promtest.Fleet(b, dir, n)
+			end := strconv.FormatInt(endTime.Unix(), 10)
+			server := promtest.Start(b, tsdb, "").URL
+			cp := &countingProxy{target: server}
 			proxy := httptest.NewServer(cp)
 			defer proxy.Close()
 			set, cfg, _ := loadRules("-", nil)
@@ -431,7 +389,7 @@ func BenchmarkPromFleet(b *testing.B) {
 			var queries int
 			for i := 0; i < b.N; i++ {
 				var pf promFlags
-				pf.url, pf.end, pf.window, pf.step, pf.timeout, pf.parallel = proxy.URL, end, 15*time.Minute, time.Minute, 2*time.Minute, 8
+				pf.url, pf.end, pf.window, pf.step, pf.timeout, pf.parallel = proxy.URL, end, 15*time.Minute, time.Minute, 2*time.Minute, prom.DefaultParallel
 				p, err := pf.source()
 				if err != nil {
 					b.Fatal(err)

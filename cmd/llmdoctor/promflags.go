@@ -38,7 +38,7 @@ func (p *promFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&p.insecure, "prom-insecure", false, "skip TLS verification")
 	f.StringArrayVar(&p.headers, "prom-header", nil, `extra request header "Name: value" (e.g. "X-Scope-OrgID: team-a"); repeatable`)
 	f.DurationVar(&p.timeout, "prom-timeout", 30*time.Second, "timeout of one query")
-	f.IntVar(&p.parallel, "prom-parallel", 8, "queries in flight at once")
+	f.IntVar(&p.parallel, "prom-parallel", prom.DefaultParallel, "queries in flight at once (the histograms are spread over as many)")
 }
 
 // parseEnd reads RFC 3339 or Unix seconds.

@@ -286,6 +286,11 @@ func servingHosts(w *window.Window, evs []*evidence.Evidence) (map[*evidence.Evi
 // eachSeries calls f with the labels of every counter, gauge and histogram
 // series of an engine's families in the window.
 func eachSeries(w *window.Window, eng *engine.Engine, f func(window.Labels)) {
+	// Where the source summed targets, the instance labels are on the
+	// per-member series.
+	if w.Members != nil {
+		eachSeries(w.Members, eng, f)
+	}
 	for _, m := range eng.Catalogue {
 		for _, n := range m.Names {
 			switch m.Kind {

@@ -45,6 +45,12 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 	// Notes go to the caller's window; series are read from cw, where
 	// copies of one number (tensor-parallel ranks) are one series.
 	cw := eng.collapse(w, group)
+	// Members come from the per-member series when the source summed the
+	// target's own (Prometheus), else from the target's series.
+	var mw *window.Window
+	if w.Members != nil {
+		mw = eng.collapse(w.Members, group)
+	}
 	var out []*evidence.Evidence
 	for _, sel := range eng.targets(cw, group) {
 		if emptyLabels(sel) {
@@ -57,12 +63,16 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 		// One pass per target and per member label keeps a fleet of
 		// thousands of instances linear.
 		tw := cw.Restrict(sel)
-		e := eng.buildOne(tw, sel, opt)
+		members := tw
+		if mw != nil {
+			members = mw.Restrict(sel)
+		}
+		e := eng.buildOne(tw, members, sel, opt)
 		for _, ml := range eng.Members {
 			if contains(group, ml) {
 				continue
 			}
-			parts := tw.Partition(ml)
+			parts := members.Partition(ml)
 			if len(parts) < 2 {
 				continue
 			}
@@ -74,7 +84,7 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 			for _, v := range vals {
 				sub := copyLabels(sel)
 				sub[ml] = v
-				e.Members = append(e.Members, eng.buildOne(parts[v], sub, opt))
+				e.Members = append(e.Members, eng.buildOne(parts[v], parts[v], sub, opt))
 			}
 		}
 		evidence.Fleet(e)
@@ -166,7 +176,10 @@ func (eng *Engine) rankLabel() string {
 	return ""
 }
 
-func (eng *Engine) buildOne(w *window.Window, sel window.Labels, opt Options) *evidence.Evidence {
+// buildOne builds a target's or a member's evidence from w; members holds
+// the series its ranks are counted from (w itself unless the source summed
+// w's series across members).
+func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Options) *evidence.Evidence {
 	t := evidence.Target{Model: sel["model_name"], ServedBy: eng.Name, Labels: map[string]string(sel)}
 	if len(eng.Members) > 0 {
 		t.Instance = sel[eng.Members[0]]
@@ -201,7 +214,7 @@ func (eng *Engine) buildOne(w *window.Window, sel window.Labels, opt Options) *e
 	}
 	b.cacheConfig()
 	if r := eng.rankLabel(); r != "" {
-		if n := len(distinct(w, sel, r)); n > 0 {
+		if n := len(distinct(members, sel, r)); n > 0 {
 			v.Cond.Engines = float64(n)
 			b.e.Cite("cond.engines", evidence.Source{Metric: "derived", From: w.From, Note: "distinct " + r + " label values"})
 		}

@@ -108,6 +108,18 @@ const (
 	SpecAcceptLength = "spec_accept_length"
 )
 
+// MemberKeys are the families a member's evidence is read from when the
+// source sums a target's series before they reach the builder
+// (window.Window.Members): what the per-member table and the fleet
+// comparison read (TTFT p99, queue mean, waiting, running, KV usage,
+// preemptions), so a 1000-replica fleet costs its targets plus a few
+// compact per-member series.
+var MemberKeys = []string{TTFT, QueueTime, Running, Waiting, WaitingByReason, KVUsage, Preemptions}
+
+// MemberBuckets are the histograms among MemberKeys whose quantiles a
+// member needs; the others give a member their mean only.
+var MemberBuckets = []string{TTFT}
+
 // Engine is one serving engine's catalogue.
 type Engine struct {
 	// Name is the identifier (vllm, sglang); Title is how people write it.

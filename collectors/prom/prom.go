@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,16 +41,18 @@ type Options struct {
 	// member labels (instance, engine, dp_rank) are always kept so that
 	// replicas and ranks stay apart.
 	GroupBy []string
-	// Parallel bounds the queries in flight (default 8).
+	// Parallel bounds the queries in flight, and is how many queries the
+	// histograms are spread over (default DefaultParallel).
 	Parallel int
 }
 
 // Collector queries one Prometheus API.
 type Collector struct {
-	api  v1.API
-	url  string
-	opt  Options
-	sent atomic.Int64
+	api    v1.API
+	client api.Client
+	url    string
+	opt    Options
+	sent   atomic.Int64
 	// secrets mask the connection's credentials in anything the server
 	// says back (errors, warnings).
 	secrets *redact.Secrets
@@ -58,7 +61,7 @@ type Collector struct {
 	notes []string
 }
 
-func (c *Collector) warn(ws v1.Warnings) {
+func (c *Collector) warn(ws []string) {
 	if len(ws) == 0 {
 		return
 	}
@@ -94,10 +97,15 @@ func New(conn Connection, opt Options) (*Collector, error) {
 		opt.GroupBy = []string{"model_name"}
 	}
 	if opt.Parallel <= 0 {
-		opt.Parallel = 8
+		opt.Parallel = DefaultParallel
 	}
-	return &Collector{api: v1.NewAPI(c), url: sec.String(conn.URL), opt: opt, secrets: sec}, nil
+	return &Collector{api: v1.NewAPI(c), client: c, url: sec.String(conn.URL), opt: opt, secrets: sec}, nil
 }
+
+// DefaultParallel is how many queries are in flight unless told: one
+// histogram query already keeps more than a core of Prometheus busy, and
+// during an incident the same server answers dashboards and alert rules.
+const DefaultParallel = 2
 
 // MinStep is the shortest default step: Prometheus seldom scrapes more
 // often, and a step shorter than the scrape interval repeats samples.
@@ -147,6 +155,14 @@ func (c *Collector) keep(extra ...string) string {
 func (c *Collector) rng() string { return model.Duration(c.opt.Window).String() }
 
 // Collect reads the window ending at End.
+//
+// A fleet is read at the cost of its targets: every family is summed to the
+// target (the grouping labels) on the server, and only the families a
+// member's evidence needs (engine.MemberKeys) come per replica and rank,
+// into window.Window.Members. Queries of one shape are merged into one
+// (branches joined by `or`, each tagged by label_replace), so the number of
+// queries depends on the families present and Parallel, never on how many
+// instances or models there are.
 func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 	start, end := c.opt.End.Add(-c.opt.Window), c.opt.End
 	w := window.New()
@@ -164,29 +180,132 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 	if err != nil {
 		return nil, err
 	}
+	p := c.plan(names)
+	if !p.engine {
+		return nil, &Error{Kind: NoMetrics, URL: c.url, Selector: c.opt.Selector, Start: start, End: end}
+	}
+	got := &answers{by: map[string][]answer{}}
 	var jobs []func(context.Context) error
-	var mu sync.Mutex
-	haveEngine := false
-	queried := map[string]bool{}
+	for _, bt := range p.batches(c.opt.Parallel) {
+		jobs = append(jobs, func(ctx context.Context) error { return c.fetch(ctx, bt, got) })
+	}
+	if err := c.run(ctx, jobs); err != nil {
+		return nil, err
+	}
+	c.assemble(w, p, got)
+	w.Notes = append(w.Notes, dedup(c.notes)...)
+	return w, nil
+}
+
+// tagLabel marks which branch of a merged query a result series answers.
+const tagLabel = "llmdoctor_branch"
+
+// Parts of a family a branch reads; member parts go to Window.Members.
+const (
+	partBuckets       = "buckets"        // bucket increases summed to the target
+	partBucketSeries  = "bucket-series"  // how many member series have each bound
+	partSum           = "sum"            // _sum increase
+	partCount         = "count"          // _count increase
+	partSteps         = "steps"          // bucket increases per step (range)
+	partIncrease      = "increase"       // a counter's increase
+	partInfo          = "info"           // an info series as exposed
+	partValue         = "value"          // a gauge per step (range)
+	partSeries        = "series"         // how many member series a summed gauge has per step
+	partMemberBuckets = "member-buckets" // the same, per member
+	partMemberSum     = "member-sum"
+	partMemberCount   = "member-count"
+	partMemberInc     = "member-increase"
+	partMemberValue   = "member-value"
+)
+
+// branch is one expression of a merged query.
+type branch struct{ expr, family, part string }
+
+// batch is one query: its branches joined by `or`.
+type batch struct {
+	branches []branch
+	ranged   bool
+}
+
+func (bt batch) query() string {
+	parts := make([]string, len(bt.branches))
+	for i, b := range bt.branches {
+		// Family names hold no space, so "family part" splits back.
+		parts[i] = fmt.Sprintf(`label_replace(%s, %q, %q, "", "")`, b.expr, tagLabel, b.family+" "+b.part)
+	}
+	return strings.Join(parts, " or ")
+}
+
+// describe names a batch in errors: its first expression, and how many
+// more were merged with it.
+func (bt batch) describe() string {
+	d := bt.branches[0].expr
+	if n := len(bt.branches) - 1; n > 0 {
+		d = fmt.Sprintf("%s, merged with %d more", d, n)
+	}
+	return d
+}
+
+// plan is what to ask for, by shape of query.
+type plan struct {
+	engine bool
+	// histograms holds each histogram family's window branches, one group
+	// per family (kept together so a family is never half read).
+	histograms [][]branch
+	// instant: counters and infos; steps, gauges, members' gauges and
+	// exporters' gauges: range queries.
+	instant, steps, gauges, members, memberGauges, exporters []branch
+	// kinds of every family read, for assembly.
+	kinds map[string]engine.Kind
+}
+
+// batches packs the plan into queries: histogram families spread over
+// parallel queries (each is a large share of the work), every other shape
+// one query each.
+func (p plan) batches(parallel int) []batch {
+	var out []batch
+	n := min(max(parallel, 1), len(p.histograms))
+	hist := make([]batch, n)
+	for i, g := range p.histograms {
+		hist[i%n].branches = append(hist[i%n].branches, g...)
+	}
+	out = append(out, hist...)
+	for _, bt := range []batch{{p.instant, false}, {p.members, false}, {p.steps, true}, {p.gauges, true},
+		{p.memberGauges, true}, {p.exporters, true}} {
+		if len(bt.branches) > 0 {
+			out = append(out, bt)
+		}
+	}
+	return out
+}
+
+func (c *Collector) plan(names map[string]bool) plan {
+	p := plan{kinds: map[string]engine.Kind{}}
+	member := map[string]memberNeed{}
+	for _, k := range engine.MemberKeys {
+		member[k] = memberMean
+	}
+	for _, k := range engine.MemberBuckets {
+		member[k] = memberBuckets
+	}
+	win, step := model.Duration(c.opt.Window), model.Duration(c.opt.Step)
 	for _, eng := range engine.Engines() {
+		copies := c.copies(eng)
 		for _, m := range eng.Catalogue {
 			// Every name present, not only the newest: targets may differ
 			// (one model scraped directly, one through a gateway), and the
 			// builder picks per target.
 			for _, name := range pick(m, names) {
-				if queried[name] {
+				if _, seen := p.kinds[name]; seen {
 					// One family under two keys (SGLang's prompt tokens are
 					// also its prefix cache's lookups) is read once.
 					continue
 				}
-				queried[name] = true
-				haveEngine = true
-				jobs = append(jobs, c.job(w, &mu, m, name, c.copies(eng)))
+				p.kinds[name] = m.Kind
+				p.engine = true
+				c.planFamily(&p, m, name, copies, member[m.Key], win, step)
 			}
 		}
-	}
-	if !haveEngine {
-		return nil, &Error{Kind: NoMetrics, URL: c.url, Selector: c.opt.Selector, Start: start, End: end}
 	}
 	for _, x := range engine.Exporters() {
 		for _, alt := range x.Gauges {
@@ -194,20 +313,346 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 				if !names[name] {
 					continue
 				}
-				q := fmt.Sprintf("avg by (%s) (%s)", strings.Join(x.Keep, ", "), c.stepSamples(name))
-				jobs = append(jobs, func(ctx context.Context) error { return c.gauge(ctx, w, &mu, name, q) })
+				p.kinds[name] = engine.Gauge
+				p.exporters = append(p.exporters, branch{fmt.Sprintf("avg by (%s) (%s)", strings.Join(x.Keep, ", "), c.stepSamples(name)), name, partValue})
 				break
 			}
 		}
 	}
-	if err := c.run(ctx, jobs); err != nil {
-		return nil, err
-	}
-	w.Notes = append(w.Notes, dedup(c.notes)...)
-	return w, nil
+	return p
 }
 
-// job reads one engine family by its kind.
+// memberNeed is what a member's evidence needs of a family.
+type memberNeed int
+
+const (
+	memberNone memberNeed = iota
+	memberMean
+	memberBuckets
+)
+
+func (c *Collector) planFamily(p *plan, m engine.Metric, name string, copies []string, member memberNeed, win, step model.Duration) {
+	extra := append(append([]string{}, m.Keep...), matchLabels(m)...)
+	// target keeps the grouping labels; each keeps the member labels too.
+	target, each := c.target(extra...), c.keep(extra...)
+	inc := func(part string, rng model.Duration) string {
+		return once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name+part, matchers(m)...), rng))
+	}
+	switch m.Kind {
+	case engine.Counter:
+		p.instant = append(p.instant, branch{fmt.Sprintf("sum by (%s) (%s)", target, inc("", win)), name, partIncrease})
+		if member != memberNone {
+			p.members = append(p.members, branch{fmt.Sprintf("sum by (%s) (%s)", each, inc("", win)), name, partMemberInc})
+		}
+	case engine.Histogram:
+		p.histograms = append(p.histograms, []branch{
+			{fmt.Sprintf("sum by (%s, le) (%s)", target, inc("_bucket", win)), name, partBuckets},
+			{fmt.Sprintf("count by (%s, le) (%s)", target, inc("_bucket", win)), name, partBucketSeries},
+			{fmt.Sprintf("sum by (%s) (%s)", target, inc("_sum", win)), name, partSum},
+			{fmt.Sprintf("sum by (%s) (%s)", target, inc("_count", win)), name, partCount},
+		})
+		if engine.StepFamily(name) {
+			// Each step's increase, at the window's points: behaviour over time.
+			p.steps = append(p.steps, branch{fmt.Sprintf("sum by (%s, le) (%s)", target, inc("_bucket", step)), name, partSteps})
+		}
+		if member == memberBuckets {
+			p.members = append(p.members, branch{fmt.Sprintf("sum by (%s, le) (%s)", each, inc("_bucket", win)), name, partMemberBuckets})
+		}
+		if member != memberNone {
+			p.members = append(p.members,
+				branch{fmt.Sprintf("sum by (%s) (%s)", each, inc("_sum", win)), name, partMemberSum},
+				branch{fmt.Sprintf("sum by (%s) (%s)", each, inc("_count", win)), name, partMemberCount})
+		}
+	case engine.Gauge:
+		// Counts add up across the series a group folds together (gateway
+		// workers); shares average, as the builder does; a page size is
+		// one value.
+		agg := "sum"
+		switch {
+		case m.Ratio():
+			agg = "avg"
+		case m.Key == engine.PageSize:
+			agg = "max"
+		}
+		samples := once(copies, c.stepSamples(name, matchers(m)...))
+		p.gauges = append(p.gauges, branch{fmt.Sprintf("%s by (%s) (%s)", agg, target, samples), name, partValue})
+		if agg == "sum" {
+			// A sum missing a member at a step would pass for the whole.
+			p.gauges = append(p.gauges, branch{fmt.Sprintf("count by (%s) (%s)", target, samples), name, partSeries})
+		}
+		if member != memberNone {
+			p.memberGauges = append(p.memberGauges, branch{fmt.Sprintf("%s by (%s) (%s)", agg, each, samples), name, partMemberValue})
+		}
+	default:
+		p.instant = append(p.instant, branch{fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), win), name, partInfo})
+	}
+}
+
+// target lists the labels a target's series are summed to: the grouping
+// labels and extra.
+func (c *Collector) target(extra ...string) string {
+	set := map[string]bool{}
+	for _, g := range c.opt.GroupBy {
+		set[g] = true
+	}
+	for _, e := range extra {
+		set[e] = true
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// answer is one result series of a branch.
+type answer struct {
+	labels window.Labels // without le and the tag
+	le     string
+	points []model.SamplePair
+}
+
+// answers collects every branch's results, by "family part".
+type answers struct {
+	mu sync.Mutex
+	by map[string][]answer
+}
+
+// fetch runs one batch; a batch the server refuses as too large is split
+// in two and each half asked alone.
+func (c *Collector) fetch(ctx context.Context, bt batch, got *answers) error {
+	form := url.Values{"query": {bt.query()}}
+	endpoint := "/api/v1/query"
+	if bt.ranged {
+		endpoint = "/api/v1/query_range"
+		form.Set("start", formatTime(c.opt.End.Add(-c.opt.Window)))
+		form.Set("end", formatTime(c.opt.End))
+		form.Set("step", strconv.FormatFloat(c.opt.Step.Seconds(), 'f', -1, 64))
+	} else {
+		form.Set("time", formatTime(c.opt.End))
+	}
+	c.sent.Add(1)
+	body, err := post(ctx, c.client, endpoint, form)
+	var res []series
+	var warns []string
+	if err == nil {
+		res, warns, err = decode(body)
+	}
+	if err != nil {
+		e := c.explain(err, bt.describe())
+		var pe *Error
+		if errors.As(e, &pe) && pe.Kind == TooExpensive && len(bt.branches) > 1 {
+			h := len(bt.branches) / 2
+			if err := c.fetch(ctx, batch{bt.branches[:h], bt.ranged}, got); err != nil {
+				return err
+			}
+			return c.fetch(ctx, batch{bt.branches[h:], bt.ranged}, got)
+		}
+		return e
+	}
+	c.warn(warns)
+	as := make(map[string][]answer)
+	for _, s := range res {
+		tag := string(s.metric[tagLabel])
+		l := labels(s.metric)
+		delete(l, tagLabel)
+		le := l["le"]
+		delete(l, "le")
+		as[tag] = append(as[tag], answer{labels: l, le: le, points: s.points})
+	}
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	for tag, a := range as {
+		got.by[tag] = append(got.by[tag], a...)
+	}
+	return nil
+}
+
+func formatTime(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixNano())/1e9, 'f', -1, 64)
+}
+
+// assemble files the answers into the window, in a stable order.
+func (c *Collector) assemble(w *window.Window, p plan, got *answers) {
+	mw := window.New()
+	mw.Start, mw.End, mw.Points, mw.Times, mw.From = w.Start, w.End, w.Points, w.Times, w.From
+	names := make([]string, 0, len(p.kinds))
+	for n := range p.kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	part := func(name, part string) []answer { return got.by[name+" "+part] }
+	for _, name := range names {
+		switch p.kinds[name] {
+		case engine.Counter:
+			// A family with no series in the window is absent, not empty:
+			// presence says which engine a window holds.
+			if a := part(name, partIncrease); len(a) > 0 {
+				w.Counters[name] = counters(a)
+			}
+			if a := part(name, partMemberInc); len(a) > 0 {
+				mw.Counters[name] = counters(a)
+			}
+		case engine.Histogram:
+			hs := c.histograms(w, part(name, partBuckets), part(name, partSum), part(name, partCount), part(name, partBucketSeries), part(name, partSteps))
+			if len(hs) > 0 {
+				w.Histograms[name] = hs
+			}
+			if hs := c.histograms(w, part(name, partMemberBuckets), part(name, partMemberSum), part(name, partMemberCount), nil, nil); len(hs) > 0 {
+				mw.Histograms[name] = hs
+			}
+		case engine.Gauge:
+			if gs := c.gauges(w, part(name, partValue), part(name, partSeries)); len(gs) > 0 {
+				w.Gauges[name] = gs
+			}
+			if gs := c.gauges(w, part(name, partMemberValue), nil); len(gs) > 0 {
+				mw.Gauges[name] = gs
+			}
+		default:
+			for _, a := range part(name, partInfo) {
+				w.Infos[name] = append(w.Infos[name], window.Info{Labels: a.labels})
+			}
+		}
+	}
+	if len(mw.Counters)+len(mw.Histograms)+len(mw.Gauges) > 0 {
+		w.Members = mw
+	}
+}
+
+func counters(as []answer) []window.Counter {
+	out := make([]window.Counter, 0, len(as))
+	for _, a := range as {
+		out = append(out, window.Counter{Labels: a.labels, Increase: float64(a.points[0].Value)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Labels.Key() < out[j].Labels.Key() })
+	return out
+}
+
+// index is a point's place among the window's steps.
+func (c *Collector) index(w *window.Window, t model.Time) int {
+	return int(math.Round(float64(t.Time().Sub(w.Start)) / float64(c.opt.Step)))
+}
+
+// histograms joins buckets, sums, counts and per-step buckets by series.
+// Where series says how many member series have each bound, a bound some
+// members lack is dropped, as the builder does for series it sums itself
+// (a rolling upgrade with new buckets would otherwise put one replica's
+// observations above a bound only the other has).
+func (c *Collector) histograms(w *window.Window, buckets, sums, counts, series, steps []answer) []window.Histogram {
+	hs := map[string]*window.Histogram{}
+	get := func(l window.Labels) *window.Histogram {
+		k := l.Key()
+		if hs[k] == nil {
+			hs[k] = &window.Histogram{Labels: l}
+		}
+		return hs[k]
+	}
+	seen := map[string]map[float64]float64{}
+	most := map[string]float64{}
+	for _, a := range series {
+		le, err := parseLE(a.le)
+		if err != nil {
+			continue
+		}
+		k := a.labels.Key()
+		if seen[k] == nil {
+			seen[k] = map[float64]float64{}
+		}
+		n := float64(a.points[0].Value)
+		seen[k][le] = n
+		most[k] = math.Max(most[k], n)
+	}
+	common := func(k string, le float64) bool {
+		if seen[k] == nil {
+			return true
+		}
+		return seen[k][le] == most[k]
+	}
+	for _, a := range buckets {
+		le, err := parseLE(a.le)
+		if err != nil || !common(a.labels.Key(), le) {
+			continue
+		}
+		h := get(a.labels)
+		h.Buckets = append(h.Buckets, window.Bucket{UpperBound: le, Count: float64(a.points[0].Value)})
+	}
+	for _, a := range sums {
+		get(a.labels).Sum = float64(a.points[0].Value)
+	}
+	for _, a := range counts {
+		get(a.labels).Count = float64(a.points[0].Value)
+	}
+	for _, a := range steps {
+		le, err := parseLE(a.le)
+		if err != nil || !common(a.labels.Key(), le) {
+			continue
+		}
+		h := get(a.labels)
+		if h.Steps == nil {
+			h.Steps = make([][]window.Bucket, w.Points)
+		}
+		for _, p := range a.points {
+			if i := c.index(w, p.Timestamp); i >= 1 && i < len(h.Steps) {
+				h.Steps[i] = append(h.Steps[i], window.Bucket{UpperBound: le, Count: float64(p.Value)})
+			}
+		}
+	}
+	keys := make([]string, 0, len(hs))
+	for k := range hs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]window.Histogram, 0, len(keys))
+	for _, k := range keys {
+		h := hs[k]
+		sort.Slice(h.Buckets, func(i, j int) bool { return h.Buckets[i].UpperBound < h.Buckets[j].UpperBound })
+		for _, st := range h.Steps {
+			sort.Slice(st, func(i, j int) bool { return st[i].UpperBound < st[j].UpperBound })
+		}
+		out = append(out, *h)
+	}
+	return out
+}
+
+// gauges aligns each series' points to the window's steps. Where series
+// says how many member series a sum had at each step, a step with fewer
+// than the most is unknown: a partial sum would pass for the whole, a fake
+// drop, as the builder treats scraped series.
+func (c *Collector) gauges(w *window.Window, values, series []answer) []window.Gauge {
+	counts := map[string][]float64{}
+	most := map[string]float64{}
+	for _, a := range series {
+		k := a.labels.Key()
+		n := make([]float64, w.Points)
+		for _, p := range a.points {
+			if i := c.index(w, p.Timestamp); i >= 0 && i < len(n) {
+				n[i] = float64(p.Value)
+				most[k] = math.Max(most[k], n[i])
+			}
+		}
+		counts[k] = n
+	}
+	out := make([]window.Gauge, 0, len(values))
+	for _, a := range values {
+		pts := make([]float64, w.Points)
+		for i := range pts {
+			pts[i] = math.NaN()
+		}
+		n, checked := counts[a.labels.Key()]
+		for _, p := range a.points {
+			i := c.index(w, p.Timestamp)
+			if i < 0 || i >= len(pts) || checked && n[i] < most[a.labels.Key()] {
+				continue
+			}
+			pts[i] = float64(p.Value)
+		}
+		out = append(out, window.Gauge{Labels: a.labels, Points: pts})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Labels.Key() < out[j].Labels.Key() })
+	return out
+}
+
 // copies are the engine's copy labels (engine.Engine.Copies) the target is
 // not grouped by: series differing only in them repeat one number.
 func (c *Collector) copies(eng *engine.Engine) []string {
@@ -227,56 +672,6 @@ func once(copies []string, inner string) string {
 		return inner
 	}
 	return fmt.Sprintf("max without (%s) (%s)", strings.Join(copies, ", "), inner)
-}
-
-func (c *Collector) job(w *window.Window, mu *sync.Mutex, m engine.Metric, name string, copies []string) func(context.Context) error {
-	keep := c.keep(append(append([]string{}, m.Keep...), matchLabels(m)...)...)
-	switch m.Kind {
-	case engine.Counter:
-		return func(ctx context.Context) error {
-			v, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (%s)", keep, once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name, matchers(m)...), c.rng()))))
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, s := range v {
-				w.Counters[name] = append(w.Counters[name], window.Counter{Labels: labels(s.Metric), Increase: float64(s.Value)})
-			}
-			return nil
-		}
-	case engine.Histogram:
-		return func(ctx context.Context) error {
-			return c.histogram(ctx, w, mu, name, keep, matchers(m), copies)
-		}
-	case engine.Gauge:
-		return func(ctx context.Context) error {
-			// Counts add up across the series a group folds together (gateway
-			// workers); shares average, as the builder does; a page size is
-			// one value.
-			agg := "sum"
-			switch {
-			case m.Ratio():
-				agg = "avg"
-			case m.Key == engine.PageSize:
-				agg = "max"
-			}
-			return c.gauge(ctx, w, mu, name, fmt.Sprintf("%s by (%s) (%s)", agg, keep, once(copies, c.stepSamples(name, matchers(m)...))))
-		}
-	default:
-		return func(ctx context.Context) error {
-			v, err := c.instant(ctx, fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), c.rng()))
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, s := range v {
-				w.Infos[name] = append(w.Infos[name], window.Info{Labels: labels(s.Metric)})
-			}
-			return nil
-		}
-	}
 }
 
 // matchers turns a metric's label match into selector matchers.
@@ -353,126 +748,12 @@ func pick(m engine.Metric, names map[string]bool) []string {
 	return out
 }
 
-func (c *Collector) histogram(ctx context.Context, w *window.Window, mu *sync.Mutex, name, keep string, match, copies []string) error {
-	inc := func(part string, rng model.Duration) string {
-		return once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name+part, match...), rng))
-	}
-	buckets, err := c.instant(ctx, fmt.Sprintf("sum by (%s, le) (%s)", keep, inc("_bucket", model.Duration(c.opt.Window))))
-	if err != nil {
-		return err
-	}
-	var perStep model.Matrix
-	if engine.StepFamily(name) {
-		// Each step's increase, at the window's points: behaviour over time.
-		c.sent.Add(1)
-		q := fmt.Sprintf("sum by (%s, le) (%s)", keep, inc("_bucket", model.Duration(c.opt.Step)))
-		val, warns, _, err := c.api.QueryRange(ctx, q, v1.Range{Start: w.Start, End: w.End, Step: c.opt.Step})
-		if err != nil {
-			return c.explain(err, q)
-		}
-		c.warn(warns)
-		perStep, _ = val.(model.Matrix)
-	}
-	sums, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (%s)", keep, inc("_sum", model.Duration(c.opt.Window))))
-	if err != nil {
-		return err
-	}
-	counts, err := c.instant(ctx, fmt.Sprintf("sum by (%s) (%s)", keep, inc("_count", model.Duration(c.opt.Window))))
-	if err != nil {
-		return err
-	}
-	hs := map[string]*window.Histogram{}
-	get := func(m model.Metric) *window.Histogram {
-		l := labels(m)
-		delete(l, "le")
-		k := l.Key()
-		if hs[k] == nil {
-			hs[k] = &window.Histogram{Labels: l}
-		}
-		return hs[k]
-	}
-	for _, s := range buckets {
-		le, err := parseLE(string(s.Metric["le"]))
-		if err != nil {
-			continue
-		}
-		h := get(s.Metric)
-		h.Buckets = append(h.Buckets, window.Bucket{UpperBound: le, Count: float64(s.Value)})
-	}
-	for _, s := range sums {
-		get(s.Metric).Sum = float64(s.Value)
-	}
-	for _, s := range counts {
-		get(s.Metric).Count = float64(s.Value)
-	}
-	for _, s := range perStep {
-		le, err := parseLE(string(s.Metric["le"]))
-		if err != nil {
-			continue
-		}
-		h := get(s.Metric)
-		if h.Steps == nil {
-			h.Steps = make([][]window.Bucket, w.Points)
-		}
-		for _, p := range s.Values {
-			i := int(math.Round(float64(p.Timestamp.Time().Sub(w.Start)) / float64(c.opt.Step)))
-			if i >= 1 && i < len(h.Steps) {
-				h.Steps[i] = append(h.Steps[i], window.Bucket{UpperBound: le, Count: float64(p.Value)})
-			}
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	keys := make([]string, 0, len(hs))
-	for k := range hs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		h := hs[k]
-		sort.Slice(h.Buckets, func(i, j int) bool { return h.Buckets[i].UpperBound < h.Buckets[j].UpperBound })
-		w.Histograms[name] = append(w.Histograms[name], *h)
-	}
-	return nil
-}
-
 func parseLE(s string) (float64, error) {
 	var v model.SampleValue
 	if err := v.UnmarshalJSON([]byte(`"` + s + `"`)); err != nil {
 		return 0, err
 	}
 	return float64(v), nil
-}
-
-// gauge runs a range query and aligns its points to the window's steps.
-func (c *Collector) gauge(ctx context.Context, w *window.Window, mu *sync.Mutex, name, q string) error {
-	c.sent.Add(1)
-	r := v1.Range{Start: w.Start, End: w.End, Step: c.opt.Step}
-	val, warns, _, err := c.api.QueryRange(ctx, q, r)
-	if err != nil {
-		return c.explain(err, q)
-	}
-	mat, ok := val.(model.Matrix)
-	if !ok {
-		return &Error{URL: c.url, Detail: fmt.Sprintf("unexpected %s result for a range query", val.Type())}
-	}
-	c.warn(warns)
-	mu.Lock()
-	defer mu.Unlock()
-	for _, s := range mat {
-		pts := make([]float64, w.Points)
-		for i := range pts {
-			pts[i] = math.NaN()
-		}
-		for _, p := range s.Values {
-			i := int(math.Round(float64(p.Timestamp.Time().Sub(w.Start)) / float64(c.opt.Step)))
-			if i >= 0 && i < len(pts) {
-				pts[i] = float64(p.Value)
-			}
-		}
-		w.Gauges[name] = append(w.Gauges[name], window.Gauge{Labels: labels(s.Metric), Points: pts})
-	}
-	return nil
 }
 
 // stepSamples selects a gauge's samples of the last step only: a plain
@@ -482,21 +763,7 @@ func (c *Collector) stepSamples(name string, match ...string) string {
 	return fmt.Sprintf("last_over_time(%s[%s])", c.sel(name, match...), model.Duration(c.opt.Step))
 }
 
-func (c *Collector) instant(ctx context.Context, q string) (model.Vector, error) {
-	c.sent.Add(1)
-	val, warns, _, err := c.api.Query(ctx, q, c.opt.End)
-	if err != nil {
-		return nil, c.explain(err, q)
-	}
-	c.warn(warns)
-	v, ok := val.(model.Vector)
-	if !ok {
-		return nil, &Error{URL: c.url, Detail: fmt.Sprintf("unexpected %s result for an instant query", val.Type())}
-	}
-	return v, nil
-}
-
-func warnings(ws v1.Warnings) []string {
+func warnings(ws []string) []string {
 	var out []string
 	for _, w := range ws {
 		out = append(out, "Prometheus warned: "+strings.Join(strings.Fields(w), " "))
@@ -571,15 +838,4 @@ func short(q string) string {
 		return q[:77] + "..."
 	}
 	return q
-}
-
-func labels(m model.Metric) window.Labels {
-	l := window.Labels{}
-	for k, v := range m {
-		if k == model.MetricNameLabel {
-			continue
-		}
-		l[string(k)] = string(v)
-	}
-	return l
 }

@@ -211,7 +211,7 @@ func TestStepNotDividingTheWindow(t *testing.T) {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/values"):
 			fmt.Fprint(w, namesOK)
-		case strings.HasSuffix(r.URL.Path, "/query_range"):
+		case strings.HasSuffix(r.URL.Path, "/query_range") && strings.Contains(r.Form.Get("query"), `"vllm:num_requests_running value"`):
 			start, _ := strconv.ParseFloat(r.Form.Get("start"), 64)
 			end, _ := strconv.ParseFloat(r.Form.Get("end"), 64)
 			step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
@@ -219,7 +219,9 @@ func TestStepNotDividingTheWindow(t *testing.T) {
 			for t := start; t <= end; t += step {
 				vals = append(vals, fmt.Sprintf(`[%.3f,"%g"]`, t, t-start))
 			}
-			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"model_name":"m"},"values":[%s]}]}}`, strings.Join(vals, ","))
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"model_name":"m","llmdoctor_branch":"vllm:num_requests_running value"},"values":[%s]}]}}`, strings.Join(vals, ","))
+		case strings.HasSuffix(r.URL.Path, "/query_range"):
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
 		default:
 			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
 		}
@@ -246,4 +248,52 @@ func TestStepNotDividingTheWindow(t *testing.T) {
 	if len(w.Notes) != 0 {
 		t.Errorf("notes %q", w.Notes)
 	}
+}
+
+// A family the server lists but holds no series of in the window (another
+// engine's, from a block that overlaps the window) is absent from the
+// window, not present and empty: presence says which engines the window
+// holds, and an engine wrongly present makes the GPUs join no target.
+func TestListedFamilyWithoutSeriesIsAbsent(t *testing.T) {
+	url := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/values"):
+			fmt.Fprint(w, `{"status":"success","data":["vllm:num_requests_running","sglang:prompt_tokens_total","sglang:time_to_first_token_seconds_bucket","sglang:num_running_reqs"]}`)
+		case strings.HasSuffix(r.URL.Path, "/query_range") && strings.Contains(r.FormValue("query"), `"vllm:num_requests_running value"`):
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"model_name":"m","llmdoctor_branch":"vllm:num_requests_running value"},"values":[[1767226000,"3"]]}]}}`)
+		case strings.HasSuffix(r.URL.Path, "/query_range"):
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
+		default:
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+		}
+	})
+	c, _ := New(Connection{URL: url}, Options{Window: 15 * time.Minute, End: time.Unix(1767226000, 0)})
+	w, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, absent := range []bool{w.Counters["sglang:prompt_tokens_total"] != nil, w.Histograms["sglang:time_to_first_token_seconds"] != nil,
+		w.Gauges["sglang:num_running_reqs"] != nil} {
+		if absent {
+			t.Fatalf("an empty family is present: %v %v %v", w.Counters, w.Histograms, w.Gauges)
+		}
+	}
+	for _, m := range []map[string]bool{keys(w.Counters), keys(w.Histograms), keys(w.Gauges)} {
+		for n := range m {
+			if strings.HasPrefix(n, "sglang:") {
+				t.Errorf("%s is in the window without a series", n)
+			}
+		}
+	}
+	if len(w.Gauges["vllm:num_requests_running"]) != 1 {
+		t.Errorf("gauges %v", w.Gauges)
+	}
+}
+
+func keys[V any](m map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }

@@ -96,6 +96,11 @@ type Window struct {
 	// missing at one end), by exposed name, with why: the evidence they
 	// would give is named as inconsistent, never computed.
 	Withheld map[string]string
+	// Members, when set, holds per-replica and per-rank series of the few
+	// families a member's evidence needs, kept apart because the source
+	// summed the series above across members (Prometheus aggregates a
+	// fleet to its targets); nil when the series above are the members'.
+	Members *Window
 }
 
 // Withhold records a family as untrusted and drops what was read of it.

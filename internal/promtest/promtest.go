@@ -49,10 +49,10 @@ type Server struct {
 
 // Start runs Prometheus over the TSDB in dir with the given scrape config
 // (empty for none), waits until it is ready, and stops it when t ends.
-func Start(t testing.TB, dir, scrapeConfigs string) *Server {
+func Start(t testing.TB, dir, scrapeConfigs string, flags ...string) *Server {
 	t.Helper()
 	bin, _ := Need(t)
-	s, err := Launch(bin, dir, scrapeConfigs)
+	s, err := Launch(bin, dir, scrapeConfigs, flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,8 @@ func Start(t testing.TB, dir, scrapeConfigs string) *Server {
 }
 
 // Launch runs Prometheus until Stop; for servers shared by several tests.
-func Launch(bin, dir, scrapeConfigs string) (*Server, error) {
+// flags are added to its command line (--query.max-samples=…).
+func Launch(bin, dir, scrapeConfigs string, flags ...string) (*Server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -82,9 +83,10 @@ func Launch(bin, dir, scrapeConfigs string) (*Server, error) {
 	}
 	logName := filepath.Join(tmp, "prometheus.log")
 	logf, _ := os.Create(logName)
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+dir,
+	args := append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + dir,
 		"--storage.tsdb.retention.time=100y", fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
-		"--query.lookback-delta=5m")
+		"--query.lookback-delta=5m"}, flags...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
