@@ -132,6 +132,9 @@ func New(cfg Config) (*Server, error) {
 	s.diag = func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error) {
 		return diagnosis.Run(ctx, src, cfg.Rules, cfg.RuleConfig, nil)
 	}
+	// One clock: a target's age in /metrics is measured on the clock that
+	// stamped its diagnosis.
+	s.metrics.now = func() time.Time { return s.now() }
 	s.ping = s.pingProm
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	for _, register := range []func() error{s.registerAPI, s.registerPages, s.registerAlertmanager, s.registerSlackApp, s.registerWatch} {
