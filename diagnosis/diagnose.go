@@ -66,8 +66,8 @@ func (in *Input) Diagnose(set *rules.Set, cfg *rules.Config) *advisor.Diagnosis 
 	for _, s := range cfg.Expired() {
 		d.Notes = append(d.Notes, fmt.Sprintf("suppression of %s expired on %s and no longer applies", s.Rule, s.Until))
 	}
-	for _, e := range evs {
-		d.Targets = append(d.Targets, advisor.Advise(e, set.Evaluate(e, cfg), cfg))
+	for i, rs := range set.EvaluateEach(evs, cfg) {
+		d.Targets = append(d.Targets, advisor.Advise(evs[i], rs, cfg))
 	}
 	return d
 }
@@ -84,8 +84,8 @@ func (in *Input) Checklist(set *rules.Set, cfg *rules.Config, strict bool) *advi
 		Notes: notes, Window: win, Strict: strict}
 	keep := *cfg
 	keep.KeepNeeds = true
-	for _, e := range evs {
-		cl.Targets = append(cl.Targets, advisor.CheckTarget(e, set.Evaluate(e, &keep)))
+	for i, rs := range set.EvaluateEach(evs, &keep) {
+		cl.Targets = append(cl.Targets, advisor.CheckTarget(evs[i], rs))
 	}
 	cl.Decide()
 	return cl

@@ -36,6 +36,15 @@ var verdictByName = map[string]func(Verdict) float64{
 	"top_impact":  func(v Verdict) float64 { return v.TopImpact },
 }
 
+// verdictKeys are the paths a result cites verdict fields by.
+var verdictKeys = func() map[string]string {
+	m := map[string]string{}
+	for k := range verdictByName {
+		m[k] = "verdict." + k
+	}
+	return m
+}()
+
 func verdictField(name string) bool { _, ok := verdictByName[name]; return ok }
 
 func verdictNames() []string {

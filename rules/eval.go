@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
@@ -75,57 +78,179 @@ const DefaultMinGaugeSamples = 2
 // too small to be critical or to be the verdict.
 const DefaultMinShare = 0.2
 
+// EvaluateEach evaluates the set on every target: out[i] is Evaluate of
+// targets[i]. Targets are independent, so a fleet's are spread over the
+// machine's cores; a few targets are not worth a goroutine.
+func (s *Set) EvaluateEach(targets []*evidence.Evidence, cfg *Config) [][]Result {
+	out := make([][]Result, len(targets))
+	const chunk = 32
+	workers := min(runtime.GOMAXPROCS(0), (len(targets)+chunk-1)/chunk)
+	if workers <= 1 {
+		for i, e := range targets {
+			out[i] = s.Evaluate(e, cfg)
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				end := int(next.Add(chunk))
+				start := end - chunk
+				if start >= len(targets) {
+					return
+				}
+				for i := start; i < min(end, len(targets)); i++ {
+					out[i] = s.Evaluate(targets[i], cfg)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 // Evaluate runs every enabled rule on the evidence: first the rules that read
 // evidence only, then those that read the verdict of the first.
 func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	env := newEnv(&e.Values)
-	var machine vm.VM
-	var out []Result
+	st := newState(e, cfg)
+	defer st.done()
+	out := make([]Result, 0, len(s.Rules))
 	var unchecked []Missing
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
-			env.Verdict = verdict(out, cfg.MinShareOrDefault())
+			st.verdict = verdict(out, cfg.MinShareOrDefault())
 			unchecked = uncheckedCritical(out)
 		}
 		for _, r := range s.Rules {
 			if r.usesVerdict != (pass == 1) || !cfg.Enabled(r.ID) {
 				continue
 			}
-			var res Result
-			if need := missingNeed(r, e, cfg); need != "" {
-				res = Result{Rule: r, Severity: cfg.severity(r), Outcome: Skipped,
-					Missing: []Missing{{Path: need, Why: "absent", How: NeedSources[need].How}}}
+			// Each result is built in place, in memory make zeroed: a copy
+			// is 170 bytes. Each rule runs in one pass, so out has room.
+			out = out[:len(out)+1]
+			res := &out[len(out)-1]
+			if i := st.missingNeed(r); i >= 0 {
+				res.Rule, res.Severity, res.Outcome, res.Missing = r, cfg.severity(r), Skipped, r.needGaps[i]
 			} else if r.usesVerdict && len(unchecked) > 0 {
 				// A judgement of the whole diagnosis needs the rules that decide it.
-				res = Result{Rule: r, Severity: cfg.severity(r), Outcome: Insufficient, Missing: unchecked}
+				res.Rule, res.Severity, res.Outcome, res.Missing = r, cfg.severity(r), Insufficient, unchecked
 			} else {
-				res = s.evalOne(r, e, env, cfg, &machine)
+				st.evalOne(r, res)
 			}
 			if res.Outcome == Fired {
 				res.Suppressed = cfg.suppressed(r.ID, e.Target)
 			}
-			out = append(out, res)
 		}
 	}
 	return out
 }
 
-// missingNeed returns the first source r needs that the evidence lacks; the
-// checklist sets KeepNeeds, so there an absent source is "cannot check".
-func missingNeed(r *Rule, e *evidence.Evidence, cfg *Config) string {
-	if cfg.KeepNeeds {
-		return ""
-	}
-	for _, n := range r.Needs {
-		f, _ := evidence.Lookup(NeedSources[n].Present)
-		if !evidence.Present(e.Values.Get(f)) {
-			return n
+// state is one target's evaluation: what every rule run on it shares.
+// States are pooled: they keep their scratch from target to target.
+type state struct {
+	perTarget
+	// vals is a copy of the target's values, read once in order: the rules
+	// read them in no order, and would miss the cache on most fields.
+	vals    evidence.Values
+	machine *vm.VM
+	buf     []byte
+}
+
+type perTarget struct {
+	e                    *evidence.Evidence
+	v                    *evidence.Values
+	cfg                  *Config
+	minSamples, minGauge float64
+	// withheld: the evidence has inconsistencies, so each input is looked
+	// up among them.
+	withheld bool
+	verdict  Verdict
+	fr       frame
+	// params is the rule's params as a map, for the VM and text/template.
+	params map[string]float64
+	env    *Env
+	gaps   []Missing
+}
+
+var states = sync.Pool{New: func() any { return &state{buf: make([]byte, 0, 512)} }}
+
+func newState(e *evidence.Evidence, cfg *Config) *state {
+	st := states.Get().(*state)
+	st.vals = e.Values
+	st.perTarget = perTarget{e: e, v: &st.vals, cfg: cfg, minSamples: cfg.minSamples(), minGauge: cfg.minGaugeSamples(),
+		withheld: len(e.Inconsistencies) > 0}
+	st.fr = frame{v: st.v, verdict: &st.verdict, text: e.Text}
+	return st
+}
+
+// done returns st to the pool, keeping nothing of the target: its results
+// own gaps.
+func (st *state) done() {
+	st.perTarget = perTarget{}
+	states.Put(st)
+}
+
+// setParams makes r's params, with the config's overrides, what
+// expressions and messages read.
+func (st *state) setParams(r *Rule) {
+	st.params, st.fr.params = r.Params, r.paramVals
+	if o, ok := st.cfg.Rules[r.ID]; ok && len(o.Params) > 0 {
+		st.params = st.cfg.params(r)
+		st.fr.params = make([]float64, len(r.paramNames))
+		for i, p := range r.paramNames {
+			st.fr.params[i] = st.params[p]
 		}
 	}
-	return ""
+}
+
+// test runs a boolean expression: its closures, or the VM with the
+// environment the VM reads.
+func (st *state) test(x *expression) (any, error) {
+	if x.test != nil {
+		return x.test(&st.fr), nil
+	}
+	return st.run(x)
+}
+
+// number runs a numeric expression; false when it fails or is no float64.
+func (st *state) number(x *expression) (float64, bool) {
+	if x.num != nil {
+		return x.num(&st.fr), true
+	}
+	v, err := st.run(x)
+	f, ok := v.(float64)
+	return f, ok && err == nil
+}
+
+func (st *state) run(x *expression) (any, error) {
+	if st.env == nil {
+		st.env = newEnv(st.v)
+	}
+	if st.machine == nil {
+		st.machine = &vm.VM{}
+	}
+	st.env.Params, st.env.Verdict = st.params, st.verdict
+	return st.machine.Run(x.prog, st.env)
+}
+
+// missingNeed returns the first source r needs that the evidence lacks, as
+// an index in r.Needs, or -1; the checklist sets KeepNeeds, so there an
+// absent source is "cannot check".
+func (st *state) missingNeed(r *Rule) int {
+	if st.cfg.KeepNeeds {
+		return -1
+	}
+	for i, at := range r.needs {
+		if !evidence.Present(at.get(st.v)) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Deciding reports whether a result is one the verdict depends on: a
@@ -136,8 +261,8 @@ func Deciding(r Result) bool {
 
 func uncheckedCritical(rs []Result) []Missing {
 	var out []Missing
-	for _, r := range rs {
-		if r.Outcome == Insufficient && Deciding(r) {
+	for i := range rs {
+		if r := &rs[i]; r.Outcome == Insufficient && Deciding(*r) {
 			out = append(out, Missing{Path: r.Rule.ID, Why: "could not run", How: "see that rule's gap"})
 		}
 	}
@@ -146,8 +271,9 @@ func uncheckedCritical(rs []Result) []Missing {
 
 func verdict(rs []Result, minShare float64) Verdict {
 	var v Verdict
-	bn := map[string]bool{}
-	for _, r := range rs {
+	var bn []string // distinct bottlenecks: few, so a list
+	for i := range rs {
+		r := &rs[i]
 		if r.Outcome != Fired || r.Suppressed != "" {
 			continue
 		}
@@ -159,7 +285,9 @@ func verdict(rs []Result, minShare float64) Verdict {
 		case Info:
 			v.Info++
 		}
-		bn[r.Rule.Bottleneck] = true
+		if !slices.Contains(bn, r.Rule.Bottleneck) {
+			bn = append(bn, r.Rule.Bottleneck)
+		}
 		if evidence.Present(r.Impact) {
 			v.TopImpact = math.Max(v.TopImpact, r.Impact)
 		}
@@ -171,12 +299,13 @@ func verdict(rs []Result, minShare float64) Verdict {
 // causeMax is a finding's impact bound raised to those of the findings it
 // explains, as the advisor weighs a cause; an effect without a bound leaves
 // the cause unbounded.
-func causeMax(r Result, rs []Result) float64 {
+func causeMax(r *Result, rs []Result) float64 {
 	m := r.ImpactMax
 	if r.Severity < Warning {
 		return m // an info finding explains nothing
 	}
-	for _, o := range rs {
+	for i := range rs {
+		o := &rs[i]
 		if o.Outcome != Fired || o.Suppressed != "" || o.Rule == r.Rule || !slices.Contains(r.Explains, o.Rule.Bottleneck) {
 			continue
 		}
@@ -206,60 +335,61 @@ func Capped(impactMax, minShare float64) bool {
 	return evidence.Present(impactMax) && impactMax < minShare
 }
 
-func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) Result {
-	res := Result{Rule: r, Severity: cfg.severity(r), Stage: r.Stage, Impact: math.NaN(), ImpactMax: math.NaN()}
-	env.Params = cfg.params(r)
+// evalOne fills res, which is zero.
+func (st *state) evalOne(r *Rule, res *Result) {
+	cfg := st.cfg
+	res.Rule, res.Severity, res.Stage, res.Impact, res.ImpactMax = r, cfg.severity(r), r.Stage, math.NaN(), math.NaN()
+	st.setParams(r)
 	if r.applies != nil {
-		if res.Missing = missing(r.appliesReads, e, cfg); len(res.Missing) > 0 {
+		if !st.present(r.appliesIn) {
+			res.Missing = st.missing(r.appliesIn)
 			res.Outcome = Insufficient
-			return res
+			return
 		}
-		if ok, err := machine.Run(r.applies, env); err == nil && ok == false {
+		if ok, err := st.test(r.applies); err == nil && ok == false {
 			res.Outcome = Quiet
-			res.Evidence = r.passCites(e, r.appliesReads)
-			return res
+			res.Evidence = r.passCites(st.v, r.appliesIn)
+			return
 		}
 	}
-	res.Missing = missing(r.reads, e, cfg)
-	if len(res.Missing) > 0 {
+	if !st.present(r.in) {
+		res.Missing = st.missing(r.in)
 		res.Outcome = Insufficient
-		if why, reads := r.bounded(e, env, cfg, machine); why != "" {
+		if why, in := r.bounded(st); why != "" {
 			res.Outcome, res.Bound = Quiet, why
-			res.Evidence = r.passCites(e, r.reads, reads)
+			res.Evidence = r.passCites(st.v, r.in, in)
 		}
-		return res
+		return
 	}
-	out, err := machine.Run(r.when, env)
+	out, err := st.test(r.when)
 	if err != nil {
 		res.Outcome = Insufficient
 		res.Missing = []Missing{{Path: r.ID, Why: "condition failed: " + oneLine(err)}}
-		return res
+		return
 	}
 	if fired, _ := out.(bool); !fired {
 		res.Outcome = Quiet
-		res.Evidence = r.passCites(e, r.reads)
-		return res
+		res.Evidence = r.passCites(st.v, r.in)
+		return
 	}
 	res.Outcome = Fired
-	res.Evidence = map[string]float64{}
-	for _, f := range r.reads {
-		res.Evidence[f.Path] = e.Values.Get(f)
+	res.Evidence = make(map[string]float64, len(r.in)+len(r.verdictReads))
+	for _, f := range r.in {
+		res.Evidence[f.Path] = f.at.get(st.v)
 	}
 	for _, name := range r.verdictReads {
-		res.Evidence["verdict."+name] = verdictByName[name](env.Verdict)
+		res.Evidence[verdictKeys[name]] = verdictByName[name](st.verdict)
 	}
 	switch {
 	case r.impact != nil:
-		if v, err := machine.Run(r.impact, env); err == nil {
-			if x, ok := v.(float64); ok && evidence.Present(x) {
-				res.Impact = math.Max(0, math.Min(1, x))
-			}
-		}
-	case r.share != nil:
-		if x := e.Values.Get(*r.share); evidence.Present(x) && e.Inconsistent(r.share.Path) == "" {
+		if x, ok := st.number(r.impact); ok && evidence.Present(x) {
 			res.Impact = math.Max(0, math.Min(1, x))
 		}
-		if x := e.Values.Get(*r.shareMax); evidence.Present(x) {
+	case r.share != nil:
+		if x := r.shareAt.get(st.v); evidence.Present(x) && (!st.withheld || st.e.Inconsistent(r.share.Path) == "") {
+			res.Impact = math.Max(0, math.Min(1, x))
+		}
+		if x := r.shareMaxAt.get(st.v); evidence.Present(x) {
 			res.ImpactMax = math.Max(0, math.Min(1, x))
 		}
 	}
@@ -267,40 +397,51 @@ func (s *Set) evalOne(r *Rule, e *evidence.Evidence, env *Env, cfg *Config, mach
 		res.ImpactMax = res.Impact
 	}
 	res.Explains = append([]string(nil), r.Explains...)
-	for _, b := range slices.Sorted(maps.Keys(r.explainsIf)) {
+	for _, b := range r.explainsOrder {
 		c := r.explainsIf[b]
-		if len(missing(c.reads, e, cfg)) > 0 {
+		if !st.present(c.in) {
 			continue // unknown: explain nothing on a guess
 		}
-		if ok, err := machine.Run(c.cond, env); err == nil && ok == true {
+		if ok, err := st.test(c.cond); err == nil && ok == true {
 			res.Explains = append(res.Explains, b)
 		}
 	}
-	msg, err := r.render(&e.Values, e.Text, env.Params, env.Verdict)
-	if err != nil {
-		msg = r.Title
+	res.Message = st.message(r)
+}
+
+// message renders what a fired rule says, or its title when the template
+// fails.
+func (st *state) message(r *Rule) string {
+	if r.msg != nil {
+		if b, ok := r.msg(&st.fr, st.buf[:0]); ok {
+			st.buf = b
+			return collapse(b)
+		}
 	}
-	res.Message = msg
-	return res
+	msg, err := r.render(st.v, st.e.Text, st.params, st.verdict)
+	if err != nil {
+		return r.Title
+	}
+	return msg
 }
 
 // passCites is what a quiet result cites: nothing for a rule without a
 // passing message (diagnosis rules, whose quiet results nobody shows, so a
 // diagnosis of a thousand targets does not build maps for them).
-func (r *Rule) passCites(e *evidence.Evidence, fieldSets ...[]evidence.Field) map[string]float64 {
+func (r *Rule) passCites(v *evidence.Values, inputs ...[]input) map[string]float64 {
 	if r.ok == nil {
 		return nil
 	}
-	return cited(e, append(fieldSets, r.okReads)...)
+	return cited(v, append(inputs, r.okIn)...)
 }
 
 // cited collects the values of the given fields that are present, by path:
 // what a result cites. NaN has no JSON form and cites nothing.
-func cited(e *evidence.Evidence, fieldSets ...[]evidence.Field) map[string]float64 {
+func cited(v *evidence.Values, inputs ...[]input) map[string]float64 {
 	out := map[string]float64{}
-	for _, fs := range fieldSets {
-		for _, f := range fs {
-			if x := e.Values.Get(f); evidence.Present(x) {
+	for _, ins := range inputs {
+		for _, f := range ins {
+			if x := f.at.get(v); evidence.Present(x) {
 				out[f.Path] = x
 			}
 		}
@@ -313,78 +454,155 @@ func cited(e *evidence.Evidence, fieldSets ...[]evidence.Field) map[string]float
 
 // bounded returns why a rule whose inputs are partly missing cannot fire
 // (a bound of its own holds, or a part of its condition that can be judged
-// alone is false) and the fields that reason reads. "" when neither.
-func (r *Rule) bounded(e *evidence.Evidence, env *Env, cfg *Config, machine *vm.VM) (string, []evidence.Field) {
+// alone is false) and the inputs that reason reads. "" when neither.
+func (r *Rule) bounded(st *state) (string, []input) {
 	if r.usesVerdict {
 		return "", nil
 	}
-	judge := func(b bound, want bool) (string, bool) {
-		if len(missing(b.reads, e, cfg)) > 0 {
+	judge := func(b *bound, want bool) (string, bool) {
+		if !st.present(b.in) {
 			return "", false
 		}
-		out, err := machine.Run(b.cond, env)
+		out, err := st.test(b.cond)
 		if v, ok := out.(bool); err != nil || !ok || v != want {
 			return "", false
 		}
-		why, err := b.render(&e.Values, env.Params)
-		return why, err == nil
+		return st.boundReason(b)
 	}
-	for _, b := range r.bounds {
-		if why, ok := judge(b, true); ok {
-			return why, b.reads
+	for i := range r.bounds {
+		if why, ok := judge(&r.bounds[i], true); ok {
+			return why, r.bounds[i].in
 		}
 	}
-	for _, b := range r.conjuncts {
-		if why, ok := judge(b, false); ok {
-			return why, b.reads
+	for i := range r.conjuncts {
+		if why, ok := judge(&r.conjuncts[i], false); ok {
+			return why, r.conjuncts[i].in
 		}
 	}
 	return "", nil
 }
 
-// missing lists the fields that are absent, withheld as inconsistent, or
-// summaries too thin to judge.
-func missing(reads []evidence.Field, e *evidence.Evidence, cfg *Config) []Missing {
-	minSamples, minGauge := cfg.minSamples(), cfg.minGaugeSamples()
-	var out []Missing
-	checked := map[string]bool{}
-	for _, f := range reads {
-		x := e.Values.Get(f)
-		if note := e.Inconsistent(f.Path); note != "" {
-			if node := evidence.Node(f.Path); !checked[node] {
-				checked[node] = true
-				out = append(out, Missing{Path: node, Why: "inconsistent: " + note, How: e.How(f.Path)})
-			}
-			continue
+// boundReason renders a bound's reason: its says, or for a conjunct its
+// own condition with the values it read.
+func (st *state) boundReason(b *bound) (string, bool) {
+	if b.says == nil {
+		st.buf = b.isFalse(st.buf[:0], st.v, st.params)
+		return string(st.buf), true
+	}
+	if b.msg != nil {
+		if buf, ok := b.msg(&st.fr, st.buf[:0]); ok {
+			st.buf = buf
+			return collapse(buf), true
 		}
-		if f.Series != "" && !checked[f.Series] {
-			// A missing sample count is hand-made evidence; collectors set it.
-			sf, _ := evidence.Lookup(f.Series + ".samples")
-			if n := e.Values.Get(sf); evidence.Present(n) && n < minGauge {
-				checked[f.Series] = true
-				out = append(out, Missing{Path: f.Series,
-					Why: fmt.Sprintf("only %s samples in the window (need %s)", units.Number(n), units.Number(minGauge)), How: e.How(f.Path)})
-				continue
-			}
-		}
-		if !evidence.Present(x) {
-			// Name the distribution or gauge once, not each of its fields.
-			if node := evidence.Node(f.Path); !checked[node] {
-				checked[node] = true
-				out = append(out, Missing{Path: node, Why: "missing", How: e.How(f.Path)})
-			}
-			continue
-		}
-		if f.Dist != "" && f.Path != f.Dist+".count" && !checked[f.Dist] {
-			checked[f.Dist] = true
-			cf, _ := evidence.Lookup(f.Dist + ".count")
-			if n := e.Values.Get(cf); !evidence.Present(n) || n < minSamples {
-				out = append(out, Missing{Path: f.Dist,
-					Why: fmt.Sprintf("only %s samples in the window (need %s)", units.Number(n), units.Number(minSamples)), How: e.How(f.Path)})
+	}
+	why, err := b.render(st.v, st.params)
+	return why, err == nil
+}
+
+// how is e.How: the catalogue's text unless the engine has its own.
+func (st *state) how(f *input) string {
+	if st.e.Engine == nil {
+		return f.How
+	}
+	return st.e.How(f.Path)
+}
+
+// inconsistent is e.Inconsistent(f.Path), with f's node known.
+func (st *state) inconsistent(f *input) string {
+	if !st.withheld {
+		return ""
+	}
+	for _, in := range st.e.Inconsistencies {
+		for _, x := range in.Fields {
+			if x == f.node || x == f.Path {
+				return in.Note
 			}
 		}
 	}
+	return ""
+}
+
+// missing lists the inputs that are absent, withheld as inconsistent, or
+// summaries too thin to judge.
+func (st *state) missing(reads []input) []Missing {
+	out, _ := st.scan(reads, true)
 	return out
+}
+
+// present reports whether missing would list nothing, without listing.
+func (st *state) present(reads []input) bool {
+	_, ok := st.scan(reads, false)
+	return ok
+}
+
+// scan is missing; with list false it stops at the first gap. It reports
+// whether there is none.
+func (st *state) scan(reads []input, list bool) ([]Missing, bool) {
+	v := st.v
+	// The gaps of all the target's results share one array, each result
+	// capped to its own.
+	if list && st.gaps == nil {
+		st.gaps = make([]Missing, 0, 16)
+	}
+	start := len(st.gaps)
+	// The nodes (distributions, gauges) already named or checked, by
+	// their numbers in reads. A distribution whose count was checked is
+	// not named again, even for a field of it that is absent.
+	var arr [64]bool
+	checked := arr[:]
+	if n := 3 * len(reads); n > len(arr) {
+		checked = make([]bool, n)
+	}
+	for i := range reads {
+		f := &reads[i]
+		if note := st.inconsistent(f); note != "" {
+			if !checked[f.nodeID] {
+				if !list {
+					return nil, false
+				}
+				checked[f.nodeID] = true
+				st.gaps = append(st.gaps, Missing{Path: f.node, Why: "inconsistent: " + note, How: st.how(f)})
+			}
+			continue
+		}
+		if f.samples != noSlot && !checked[f.seriesID] {
+			// A missing sample count is hand-made evidence; collectors set it.
+			if n := f.samples.get(v); evidence.Present(n) && n < st.minGauge {
+				if !list {
+					return nil, false
+				}
+				checked[f.seriesID] = true
+				st.gaps = append(st.gaps, Missing{Path: f.Series,
+					Why: fmt.Sprintf("only %s samples in the window (need %s)", units.Number(n), units.Number(st.minGauge)), How: st.how(f)})
+				continue
+			}
+		}
+		if !evidence.Present(f.at.get(v)) {
+			// Name the distribution or gauge once, not each of its fields.
+			if !checked[f.nodeID] {
+				if !list {
+					return nil, false
+				}
+				checked[f.nodeID] = true
+				st.gaps = append(st.gaps, Missing{Path: f.node, Why: "missing", How: st.how(f)})
+			}
+			continue
+		}
+		if f.count != noSlot && !checked[f.distID] {
+			checked[f.distID] = true
+			if n := f.count.get(v); !evidence.Present(n) || n < st.minSamples {
+				if !list {
+					return nil, false
+				}
+				st.gaps = append(st.gaps, Missing{Path: f.Dist,
+					Why: fmt.Sprintf("only %s samples in the window (need %s)", units.Number(n), units.Number(st.minSamples)), How: st.how(f)})
+			}
+		}
+	}
+	if len(st.gaps) == start {
+		return nil, true
+	}
+	return st.gaps[start:len(st.gaps):len(st.gaps)], false
 }
 
 // Config holds per-rule overrides and suppressions (llmdoctor.yaml).
@@ -510,6 +728,9 @@ func (c *Config) minSamples() float64 {
 }
 
 func (c *Config) suppressed(id string, t evidence.Target) string {
+	if len(c.Suppress) == 0 {
+		return ""
+	}
 	now := c.Now
 	if now.IsZero() {
 		now = time.Now()

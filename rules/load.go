@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,7 +16,6 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
-	"github.com/expr-lang/expr/vm"
 	"github.com/goccy/go-yaml"
 
 	"github.com/llmdoctor/llmdoctor/evidence"
@@ -102,6 +102,10 @@ func Parse(file string, data []byte) (*Rule, error) {
 	}
 	lines := keyLines(data)
 	r := &Rule{Spec: spec, File: file, Line: lines["id"]}
+	r.paramNames = slices.Sorted(maps.Keys(spec.Params))
+	for _, p := range r.paramNames {
+		r.paramVals = append(r.paramVals, spec.Params[p])
+	}
 	fail := func(key, format string, a ...any) error {
 		return loadError(file, lines[key], spec.ID, format, a...)
 	}
@@ -132,23 +136,26 @@ func Parse(file string, data []byte) (*Rule, error) {
 		if !slices.Contains(Bottlenecks, b) || b == "none" || b == spec.Bottleneck || slices.Contains(spec.Explains, b) {
 			return nil, fail("explains_if", "explains_if %q: want another bottleneck, not already under explains", b)
 		}
-		prog, err := compile(cond, expr.AsBool())
+		prog, err := r.compile(cond, expr.AsBool())
 		if err != nil {
 			return nil, fail("explains_if", "explains_if %s: %s", b, oneLine(err))
 		}
 		reads := map[string]bool{}
-		if err := r.walk(prog.Node(), reads); err != nil {
+		if err := r.walk(prog.prog.Node(), reads); err != nil {
 			return nil, fail("explains_if", "explains_if %s: %v", b, err)
 		}
 		if r.explainsIf == nil {
 			r.explainsIf = map[string]bound{}
 		}
-		r.explainsIf[b] = bound{cond: prog, reads: fieldsOf(reads), src: cond}
+		r.explainsIf[b] = newBound(prog, fieldsOf(reads), cond)
 	}
+	r.explainsOrder = slices.Sorted(maps.Keys(r.explainsIf))
 	for _, n := range spec.Needs {
 		if _, ok := NeedSources[n]; !ok {
 			return nil, fail("needs", "needs %q: want dcgm or requests", n)
 		}
+		r.needs = append(r.needs, mustSlot(NeedSources[n].Present))
+		r.needGaps = append(r.needGaps, []Missing{{Path: n, Why: "absent", How: NeedSources[n].How}})
 	}
 	if spec.Stage != "" && !slices.Contains(Stages, spec.Stage) {
 		return nil, fail("stage", "stage %q is not one of %s", spec.Stage, strings.Join(Stages, ", "))
@@ -160,6 +167,7 @@ func Parse(file string, data []byte) (*Rule, error) {
 		f, _ := evidence.Lookup("stage.share." + r.Stage)
 		m, _ := evidence.Lookup("stage.share_max." + r.Stage)
 		r.share, r.shareMax = &f, &m
+		r.shareAt, r.shareMaxAt = mustSlot(f.Path), mustSlot(m.Path)
 	}
 	sev, err := ParseSeverity(spec.Severity)
 	if err != nil {
@@ -192,12 +200,12 @@ func Parse(file string, data []byte) (*Rule, error) {
 	}
 
 	if spec.Applies != "" {
-		r.applies, err = compile(spec.Applies, expr.AsBool())
+		r.applies, err = r.compile(spec.Applies, expr.AsBool())
 		if err != nil {
 			return nil, fail("applies", "applies: %s", oneLine(err))
 		}
 		ar := map[string]bool{}
-		if err := r.walk(r.applies.Node(), ar); err != nil {
+		if err := r.walk(r.applies.prog.Node(), ar); err != nil {
 			return nil, fail("applies", "applies: %v", err)
 		}
 		for p := range ar {
@@ -205,21 +213,22 @@ func Parse(file string, data []byte) (*Rule, error) {
 			r.appliesReads = append(r.appliesReads, f)
 		}
 		sort.Slice(r.appliesReads, func(i, j int) bool { return r.appliesReads[i].Path < r.appliesReads[j].Path })
+		r.appliesIn = inputsOf(r.appliesReads)
 	}
 	reads := map[string]bool{}
-	r.when, err = compile(spec.When, expr.AsBool())
+	r.when, err = r.compile(spec.When, expr.AsBool())
 	if err != nil {
 		return nil, fail("when", "when: %s", oneLine(err))
 	}
-	if err := r.walk(r.when.Node(), reads); err != nil {
+	if err := r.walk(r.when.prog.Node(), reads); err != nil {
 		return nil, fail("when", "when: %v", err)
 	}
 	if spec.Impact != "" {
-		r.impact, err = compile(spec.Impact, expr.AsFloat64())
+		r.impact, err = r.compile(spec.Impact, expr.AsFloat64())
 		if err != nil {
 			return nil, fail("impact", "impact: %s", oneLine(err))
 		}
-		if err := r.walk(r.impact.Node(), reads); err != nil {
+		if err := r.walk(r.impact.prog.Node(), reads); err != nil {
 			return nil, fail("impact", "impact: %v", err)
 		}
 	}
@@ -245,6 +254,8 @@ func Parse(file string, data []byte) (*Rule, error) {
 		r.reads = append(r.reads, f)
 	}
 	sort.Slice(r.reads, func(i, j int) bool { return r.reads[i].Path < r.reads[j].Path })
+	r.in = inputsOf(r.reads)
+	r.msg = msgCompiler{r: r, text: true, verdict: r.usesVerdict}.compileMessage(r.says)
 	if err := r.tryTemplate(); err != nil {
 		return nil, fail("says", "says: %s", oneLine(err))
 	}
@@ -258,6 +269,7 @@ func Parse(file string, data []byte) (*Rule, error) {
 			return nil, fail("ok", "ok: %v", err)
 		}
 		r.okReads = fieldsOf(okReads)
+		r.okIn = inputsOf(r.okReads)
 	}
 	return r, nil
 }
@@ -286,16 +298,17 @@ func (r *Rule) compileConjuncts(src string) ([]bound, error) {
 	var out []bound
 	for _, n := range parts {
 		text := n.String()
-		prog, err := compile(text, expr.AsBool())
+		prog, err := r.compile(text, expr.AsBool())
 		if err != nil {
 			return nil, fmt.Errorf("part %q: %s", text, oneLine(err))
 		}
 		reads := map[string]bool{}
-		if err := r.walk(prog.Node(), reads); err != nil {
+		if err := r.walk(prog.prog.Node(), reads); err != nil {
 			return nil, err
 		}
-		out = append(out, bound{cond: prog, reads: fieldsOf(reads), src: strings.Join(strings.Fields(text), " "),
-			params: paramNames(prog.Node())})
+		b := newBound(prog, fieldsOf(reads), strings.Join(strings.Fields(text), " "))
+		b.params = paramNames(prog.prog.Node())
+		out = append(out, b)
 	}
 	return out, nil
 }
@@ -304,12 +317,12 @@ func (r *Rule) compileBound(b BoundSpec) (bound, error) {
 	if b.If == "" || b.Says == "" {
 		return bound{}, fmt.Errorf("needs if and says")
 	}
-	prog, err := compile(b.If, expr.AsBool())
+	prog, err := r.compile(b.If, expr.AsBool())
 	if err != nil {
 		return bound{}, fmt.Errorf("if: %s", oneLine(err))
 	}
 	reads := map[string]bool{}
-	if err := r.walk(prog.Node(), reads); err != nil {
+	if err := r.walk(prog.prog.Node(), reads); err != nil {
 		return bound{}, fmt.Errorf("if: %v", err)
 	}
 	t, err := template.New(r.ID + "/bound").Funcs(templateFuncs).Option("missingkey=error").Parse(b.Says)
@@ -326,7 +339,9 @@ func (r *Rule) compileBound(b BoundSpec) (bound, error) {
 			return bound{}, fmt.Errorf("says reads %s, which its condition does not", p)
 		}
 	}
-	cb := bound{cond: prog, reads: fieldsOf(reads), says: t, src: b.If}
+	cb := newBound(prog, fieldsOf(reads), b.If)
+	cb.says = t
+	cb.msg = msgCompiler{r: r}.compileMessage(t)
 	probe := evidence.New(evidence.Target{}).Values
 	for _, f := range cb.reads {
 		probe.Set(f, 1)
@@ -341,14 +356,7 @@ func (r *Rule) compileBound(b BoundSpec) (bound, error) {
 // false, with the values it read.
 func (b bound) render(v *evidence.Values, params map[string]float64) (string, error) {
 	if b.says == nil {
-		var vals []string
-		for _, f := range b.reads {
-			vals = append(vals, f.Path+" = "+units.Number(v.Get(f)))
-		}
-		for _, p := range b.params {
-			vals = append(vals, "params."+p+" = "+units.Number(params[p]))
-		}
-		return b.src + " is false (" + strings.Join(vals, ", ") + ")", nil
+		return string(b.isFalse(nil, v, params)), nil
 	}
 	data := v.TreeOf(b.reads)
 	pm := map[string]any{}
@@ -361,6 +369,26 @@ func (b bound) render(v *evidence.Values, params map[string]float64) (string, er
 		return "", err
 	}
 	return strings.Join(strings.Fields(sb.String()), " "), nil
+}
+
+// isFalse appends a conjunct's reason to buf: its condition is false, with
+// the values it read.
+func (b *bound) isFalse(buf []byte, v *evidence.Values, params map[string]float64) []byte {
+	buf = append(append(buf, b.src...), " is false ("...)
+	for i, f := range b.in {
+		if i > 0 {
+			buf = append(buf, ", "...)
+		}
+		buf = append(append(append(buf, f.Path...), " = "...), units.Number(f.at.get(v))...)
+	}
+	for i, p := range b.params {
+		if i > 0 || len(b.in) > 0 {
+			buf = append(buf, ", "...)
+		}
+		buf = append(append(append(buf, "params."...), p...), " = "...)
+		buf = append(buf, units.Number(params[p])...)
+	}
+	return append(buf, ')')
 }
 
 // paramNames lists the params an expression reads, sorted.
@@ -402,10 +430,17 @@ func (r *Rule) RenderOK(v *evidence.Values) string {
 	return strings.ReplaceAll(strings.Join(strings.Fields(b.String()), " "), "<no value>", "n/a")
 }
 
-func compile(src string, opts ...expr.Option) (*vm.Program, error) {
+// compile compiles an expression of r; r's params must be known.
+func (r *Rule) compile(src string, opts ...expr.Option) (*expression, error) {
 	opts = append(opts, expr.Env(Env{}), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"),
 		expr.MaxNodes(2000))
-	return expr.Compile(src, opts...)
+	prog, err := expr.Compile(src, opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &expression{prog: prog}
+	x.closures(r)
+	return x, nil
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"text/template"
 
-	"github.com/expr-lang/expr/vm"
-
 	"github.com/llmdoctor/llmdoctor/evidence"
 )
 
@@ -140,9 +138,11 @@ var DefaultStages = map[string]string{"queueing": "queue", "kv-capacity": "queue
 // bound is a compiled BoundSpec; conjunct parts of a rule's condition are
 // bounds too (if one is false, so is the whole).
 type bound struct {
-	cond  *vm.Program
+	cond  *expression
 	reads []evidence.Field
+	in    []input
 	says  *template.Template
+	msg   message
 	// src is the condition as written, for conjuncts without says, and
 	// params the params it reads, to cite their values.
 	src    string
@@ -156,19 +156,35 @@ type Rule struct {
 	File string
 	Line int
 
-	when, impact, applies *vm.Program
+	when, impact, applies *expression
 	bounds, conjuncts     []bound
 	explainsIf            map[string]bound
+	explainsOrder         []string
 	// share is the stage's share field, the default impact, and shareMax
 	// its upper bound.
-	share, shareMax *evidence.Field
-	appliesReads    []evidence.Field
-	says, ok        *template.Template
+	share, shareMax     *evidence.Field
+	shareAt, shareMaxAt slot
+	appliesReads        []evidence.Field
+	says, ok            *template.Template
+	// msg is says compiled, nil where only text/template can run it.
+	msg message
 	// reads are the evidence fields the condition, impact and message read.
 	reads []evidence.Field
 	// okReads are the evidence fields the passing message (ok) reads: a
 	// passing item cites them with the condition's.
 	okReads []evidence.Field
+	// The reads above as inputs, with the slots that judge them.
+	in, appliesIn, okIn []input
+	// needs are the slots that show each of Needs is there, and needGaps
+	// the gap of a result skipped for want of it: one slice every such
+	// result shares (results are read, never changed), as a fleet skips
+	// the same rules on every target.
+	needs    []slot
+	needGaps [][]Missing
+	// paramNames are the params sorted, and paramVals their defaults: the
+	// frame compiled expressions and messages read params from.
+	paramNames []string
+	paramVals  []float64
 	// usesVerdict: the rule reads other rules' results and runs after them.
 	usesVerdict  bool
 	verdictReads []string
@@ -200,6 +216,10 @@ func (r *Rule) addVerdictRead(name string) {
 		}
 	}
 	r.verdictReads = append(r.verdictReads, name)
+}
+
+func newBound(cond *expression, reads []evidence.Field, src string) bound {
+	return bound{cond: cond, reads: reads, in: inputsOf(reads), src: src}
 }
 
 // NeedSources are the sources a rule may need, with the evidence that shows
