@@ -9,6 +9,8 @@ import (
 	"sort"
 
 	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/DataDog/sketches-go/ddsketch/store"
 
 	"github.com/llmdoctor/llmdoctor/evidence"
 )
@@ -26,8 +28,17 @@ const (
 type dist struct {
 	exact  []float64
 	sketch *ddsketch.DDSketch
+	fast   sketchFast
 	n, sum float64
 	max    float64
+}
+
+// sketchFast adds to a sketch's positive store directly: what
+// DDSketch.Add does for a value in its range, without two interface calls.
+type sketchFast struct {
+	m        *mapping.CubicallyInterpolatedMapping
+	pos      *store.DenseStore
+	min, max float64 // the mapping's indexable range
 }
 
 func (d *dist) add(x float64) {
@@ -44,19 +55,37 @@ func (d *dist) add(x float64) {
 		if len(d.exact) <= ExactLimit {
 			return
 		}
-		s, _ := ddsketch.NewDefaultDDSketch(SketchAccuracy)
+		d.sketch, d.fast = newSketch()
 		for _, v := range d.exact {
-			addSketch(s, v)
+			d.addSketch(v)
 		}
-		d.sketch, d.exact = s, nil
+		d.exact = nil
 		return
 	}
-	addSketch(d.sketch, x)
+	d.addSketch(x)
+}
+
+// newSketch: the cubically interpolated mapping keeps DDSketch's relative
+// accuracy without a math.Log per value (the default mapping's cost); a
+// dense store is a plain array of the few thousand bins latencies need.
+func newSketch() (*ddsketch.DDSketch, sketchFast) {
+	m, err := mapping.NewCubicallyInterpolatedMapping(SketchAccuracy)
+	if err != nil {
+		panic(err) // SketchAccuracy is a valid constant
+	}
+	pos := store.NewDenseStore()
+	return ddsketch.NewDDSketch(m, pos, store.NewDenseStore()),
+		sketchFast{m: m, pos: pos, min: m.MinIndexableValue(), max: m.MaxIndexableValue()}
 }
 
 // addSketch: DDSketch covers positive values; zero is its own bucket.
-func addSketch(s *ddsketch.DDSketch, x float64) {
-	s.Add(math.Max(x, 1e-9))
+func (d *dist) addSketch(x float64) {
+	x = math.Max(x, 1e-9)
+	if f := &d.fast; x > f.min && x <= f.max {
+		f.pos.Add(f.m.Index(x))
+		return
+	}
+	d.sketch.Add(x) // out of range: the sketch refuses it, as it always did
 }
 
 // Exact reports whether the quantiles are exact.

@@ -25,9 +25,10 @@ type Record struct {
 	Streaming                          *bool
 	Error                              string
 
-	bad        uint16 // fields present but not finite (b* bits)
-	ms         uint16 // time fields given in milliseconds (ms* bits)
-	e2eFromITL bool   // E2E is TTFT plus the gaps, as benchmarks record it
+	pre        *streamedGaps // gaps a bench read streamed instead of ITLs
+	bad        uint16        // fields present but not finite (b* bits)
+	ms         uint16        // time fields given in milliseconds (ms* bits)
+	e2eFromITL bool          // E2E is TTFT plus the gaps, as benchmarks record it
 }
 
 // Run describes the run as a whole (a benchmark's settings).

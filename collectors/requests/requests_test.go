@@ -145,6 +145,11 @@ func FuzzReadRequests(f *testing.F) {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
+		// The parallel reader, in chunks of a few lines, reads as the
+		// sequential one did.
+		if err := sameRequests(in, 64, nil); err != nil {
+			t.Fatal(err)
+		}
 		a, _, err := ReadRequests(strings.NewReader(string(in)), "fuzz")
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
@@ -172,4 +177,18 @@ func FuzzReadBench(f *testing.F) {
 		}
 		a.Fill(evidence.New(evidence.Target{Model: "m"}), "fuzz")
 	})
+}
+
+// schemaIndex's switch names every field of schema.
+func TestSchemaIndex(t *testing.T) {
+	for i, f := range schema {
+		if k, ms := schemaIndex([]byte(f.key)); k != i || ms {
+			t.Errorf("%s: %d %v", f.key, k, ms)
+		}
+		if f.msKey != "" {
+			if k, ms := schemaIndex([]byte(f.msKey)); k != i || !ms {
+				t.Errorf("%s: %d %v", f.msKey, k, ms)
+			}
+		}
+	}
 }

@@ -86,7 +86,7 @@ type quality struct {
 
 func newQuality(where string) quality {
 	return quality{where: where, skipped: map[reason]int{}, first: map[reason]string{},
-		ttft: newSample(2), tpot: newSample(3), itl: newSample(4), whole: newSample(5)}
+		ttft: newSample(2), tpot: newSample(3), itl: newITLSample(), whole: newSample(5)}
 }
 
 // skip counts a row left out and remembers the first of each reason.
@@ -118,11 +118,18 @@ func (a *Accumulator) take(r Record, row int) {
 	if r.e2eFromITL {
 		// A benchmark's end-to-end is TTFT plus the gaps: bad gaps, no e2e.
 		r.E2E = math.NaN()
+		n, p := len(r.ITLs), r.pre
+		if p != nil {
+			n = p.n
+		}
 		switch {
 		case r.bad&bITL != 0 || badGaps(r.ITLs):
 			drops |= 1 << dITLBad
-		case len(r.ITLs) > 0 && evidence.Present(r.Output) && float64(len(r.ITLs)) > r.Output+1:
+		case n > 0 && evidence.Present(r.Output) && float64(n) > r.Output+1:
 			drops |= 1 << dITLCount
+		case p != nil:
+			r.E2E = r.TTFT + p.sum
+			p.sampled = n > 0 // sampleUnits would take them
 		default:
 			r.E2E = r.TTFT + sum(r.ITLs)
 		}
@@ -144,7 +151,19 @@ func (a *Accumulator) take(r Record, row int) {
 			q.dropped[i]++
 		}
 	}
+	if r.pre != nil && r.Error == "" {
+		r.pre.added = r.pre.sampled // Add would take them
+	}
 	a.Add(r)
+}
+
+// streamedGaps stand for a bench request's gaps that were not kept
+// (itlColumn): take uses their count and sum, and says whether it would
+// have added them to the unit sample and to the distribution.
+type streamedGaps struct {
+	n              int
+	sum            float64
+	sampled, added bool
 }
 
 // rowProblem: without a sound TTFT and e2e the row says nothing.
@@ -378,6 +397,10 @@ type sample struct {
 }
 
 const sampleSize = 4096
+
+// newITLSample is the empty sample of gaps, also filled while a bench
+// result streams.
+func newITLSample() sample { return newSample(4) }
 
 func newSample(seed int64) sample { return sample{rng: rand.New(rand.NewSource(seed))} }
 

@@ -31,9 +31,31 @@ const (
 // evidence; without them only the summary statistics (in ms) are used.
 //
 // The document is read once, streaming (stream.go): the per-request arrays
-// go into compact columns, never into a tree of the document.
+// go into compact columns, never into a tree of the document. From a file
+// (an io.Seeker) the ITL gaps, most of the document, are not kept either;
+// in the rare case where that cannot give what keeping them gives (a
+// request's gaps that turn out not to count), the file is read again,
+// keeping them.
 func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
-	m, runs, err := readRuns(r, from)
+	if rs, ok := r.(io.ReadSeeker); ok {
+		if pos, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			a, notes, err := readBench(r, from, false)
+			if !errors.Is(err, errKeepGaps) {
+				return a, notes, err
+			}
+			if _, err := rs.Seek(pos, io.SeekStart); err != nil {
+				return nil, nil, fmt.Errorf("%s: cannot read it a second time: %s", from, oneLine(err))
+			}
+		}
+	}
+	return readBench(r, from, true)
+}
+
+// errKeepGaps: streamed gaps went where take would not have put them.
+var errKeepGaps = errors.New("the ITL gaps must be kept")
+
+func readBench(r io.Reader, from string, keep bool) (*Accumulator, []string, error) {
+	m, runs, err := readRuns(r, from, keep)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,8 +104,14 @@ func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 		if i < len(starts) && math.IsNaN(starts[i]) {
 			rec.bad |= bStart
 		}
+		var pre streamedGaps
 		if i < nITL {
-			rec.ITLs = m.itls.gaps[m.itls.off[i]:m.itls.off[i+1]:m.itls.off[i+1]]
+			if keep {
+				rec.ITLs = m.itls.gaps[m.itls.off[i]:m.itls.off[i+1]:m.itls.off[i+1]]
+			} else {
+				pre.n, pre.sum = int(m.itls.off[i+1]-m.itls.off[i]), m.itls.sums[i]
+				rec.pre = &pre
+			}
 			if m.itls.bad[i] {
 				rec.bad |= bITL
 			}
@@ -93,14 +121,21 @@ func ReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 		}
 		// vllm bench serve leaves a request that failed without a message at
 		// TTFT 0 with no output.
-		if rec.Error == "" && ttft == 0 && len(rec.ITLs) == 0 && !(rec.Output > 0) {
+		if rec.Error == "" && ttft == 0 && len(rec.ITLs) == 0 && pre.n == 0 && !(rec.Output > 0) {
 			rec.Error = "no output"
 			noOutput++
 		}
 		if rec.Error != "" {
-			rec.TTFT, rec.E2E, rec.ITLs, rec.e2eFromITL = math.NaN(), math.NaN(), nil, false
+			rec.TTFT, rec.E2E, rec.ITLs, rec.e2eFromITL, rec.pre = math.NaN(), math.NaN(), nil, false, nil
 		}
 		a.take(rec, i)
+		// The streamed gaps of an entry that is not bad went in whole.
+		if in := pre.n > 0 && !m.itls.bad[i]; pre.sampled != in || pre.added != in {
+			return nil, nil, errKeepGaps
+		}
+	}
+	if !keep {
+		a.q.itl, a.itl = m.itls.sample, m.itls.dist
 	}
 	more, err := a.finish(from, "bench")
 	if err != nil {
@@ -334,49 +369,6 @@ func looksBench(b []byte) bool {
 	return false
 }
 
-func readJSONL(br *bufio.Reader, a *Accumulator, from string) error {
-	var p fastjson.Parser
-	var itls []float64
-	first := true
-	for line := 1; ; line++ {
-		b, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: gather it whole, up to a bound.
-			long := append([]byte(nil), b...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				b, err = br.ReadSlice('\n')
-				long = append(long, b...)
-				if len(long) > maxLine {
-					return fmt.Errorf("%s: line %d is longer than %d MiB: one request's record should be far smaller", from, line, maxLine>>20)
-				}
-			}
-			b = long
-		}
-		if len(bytes.TrimSpace(b)) > 0 {
-			if first {
-				first = false
-				if v, e := p.ParseBytes(b); e == nil && v.Type() == fastjson.TypeObject && benchObject(v) {
-					return &FormatError{File: from, Is: "vllm bench serve result JSON", Reader: "bench"}
-				}
-			}
-			rec, e := parseLine(&p, b, &itls)
-			if e != nil {
-				// The line number finds the line; its echo is noise.
-				msg, _, _ := strings.Cut(oneLine(e), "; unparsed tail")
-				a.q.skip(rUnreadable, line, msg)
-			} else {
-				a.take(rec, line)
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %v", from, err)
-		}
-	}
-}
-
 func benchObject(v *fastjson.Value) bool {
 	if v.Get("ttft") != nil || v.Get("ttft_ms") != nil {
 		return false
@@ -569,13 +561,37 @@ func parseLine(p *fastjson.Parser, line []byte, itls *[]float64) (Record, error)
 
 // schemaIndex finds a numeric field by name, and whether it is the _ms name.
 func schemaIndex(k []byte) (int, bool) {
-	for i, f := range schema {
-		switch {
-		case string(k) == f.key:
-			return i, false
-		case f.msKey != "" && string(k) == f.msKey:
-			return i, true
-		}
+	switch string(k) {
+	case "prompt_tokens":
+		return 0, false
+	case "output_tokens":
+		return 1, false
+	case "max_tokens":
+		return 2, false
+	case "ttft":
+		return 3, false
+	case "ttft_ms":
+		return 3, true
+	case "e2e":
+		return 4, false
+	case "e2e_ms":
+		return 4, true
+	case "queue_time":
+		return 5, false
+	case "queue_time_ms":
+		return 5, true
+	case "prefill_time":
+		return 6, false
+	case "prefill_time_ms":
+		return 6, true
+	case "decode_time":
+		return 7, false
+	case "decode_time_ms":
+		return 7, true
+	case "server_ttft":
+		return 8, false
+	case "server_ttft_ms":
+		return 8, true
 	}
 	return -1, false
 }

@@ -60,13 +60,30 @@ func (c *column) column() []float64 {
 	return c.vals
 }
 
-// itlColumn holds itls: the gaps of request i are gaps[off[i]:off[i+1]];
-// bad[i] is set when entry i holds something other than finite numbers.
+// itlColumn holds itls: request i has off[i+1]-off[i] gaps; bad[i] is set
+// when entry i holds something other than finite numbers.
+//
+// Kept (keep), the gaps are gaps[off[i]:off[i+1]]. Streamed (!keep), they
+// are not kept: sums[i] is their sum, bad[i] also marks a negative gap, and
+// the gaps of every entry that is not bad go, as they are read, into sample
+// and dist, the ITL witnesses of an Accumulator. ReadBench checks that take
+// would have added exactly those, and reads the input again kept when not.
 type itlColumn struct {
 	off   []uint32
 	gaps  []float64
 	bad   []bool
 	valid bool
+
+	keep   bool
+	sums   []float64
+	sample sample
+	dist   dist
+	cur    []float64 // the entry being read
+}
+
+// resetStreamed empties what streamed gaps went into.
+func (c *itlColumn) resetStreamed() {
+	c.sums, c.sample, c.dist = c.sums[:0], newITLSample(), dist{}
 }
 
 func (c *itlColumn) len() int {
@@ -113,6 +130,9 @@ func (r *benchRun) reset() {
 		c.vals, c.ok = c.vals[:0], true
 	}
 	r.itls.valid, r.errs.valid = false, false
+	if !r.itls.keep {
+		r.itls.resetStreamed()
+	}
 }
 
 // requestObject: one request of the per-request schema, not a benchmark run.
@@ -143,13 +163,14 @@ type stream struct {
 	hold  int // a value being captured, kept across refills (-1: none)
 	eof   bool
 	total int64
-	depth int // containers open, for encoding/json's nesting limit
+	depth int  // containers open, for encoding/json's nesting limit
+	keep  bool // keep the ITL gaps (itlColumn)
 }
 
 // readRuns reads the document and returns its last run (nil for a run that
 // was null) and how many runs it holds.
-func readRuns(r io.Reader, from string) (run *benchRun, runs int, err error) {
-	s := &stream{src: io.LimitReader(r, maxBench+1), from: from, buf: make([]byte, 64<<10), mark: -1, hold: -1}
+func readRuns(r io.Reader, from string, keep bool) (run *benchRun, runs int, err error) {
+	s := &stream{src: io.LimitReader(r, maxBench+1), from: from, buf: make([]byte, 64<<10), mark: -1, hold: -1, keep: keep}
 	defer func() {
 		if p := recover(); p != nil {
 			a, ok := p.(abort)
@@ -318,7 +339,7 @@ func (s *stream) document() (*benchRun, int, error) {
 		return nil, 0, err
 	}
 	var last *benchRun
-	cur := &benchRun{}
+	cur := s.newRun()
 	runs := 0
 	for {
 		s.skipWS()
@@ -340,7 +361,7 @@ func (s *stream) document() (*benchRun, int, error) {
 		case !obj:
 			last = nil
 		case last == nil:
-			last, cur = cur, &benchRun{}
+			last, cur = cur, s.newRun()
 		default:
 			last, cur = cur, last
 		}
@@ -349,11 +370,13 @@ func (s *stream) document() (*benchRun, int, error) {
 		return nil, 0, fmt.Errorf("%s: empty benchmark result", s.from)
 	}
 	if last == nil {
-		last = &benchRun{}
+		last = s.newRun()
 		last.reset()
 	}
 	return last, runs, nil
 }
+
+func (s *stream) newRun() *benchRun { return &benchRun{itls: itlColumn{keep: s.keep}} }
 
 // notBench names what a file given as a benchmark result is instead, when
 // it can tell from its first byte and line.
@@ -798,6 +821,9 @@ func finite(tok []byte, exp bool) float64 {
 	var f float64
 	var err error
 	if !exp && len(s) > 16 {
+		if f, ok := parseLong(tok); ok {
+			return f // finite: Eisel–Lemire answers only there
+		}
 		f, err = strconv.ParseFloat(s, 64)
 	} else {
 		f, err = fastfloat.Parse(s)
@@ -871,6 +897,9 @@ func (s *stream) floats(col *column) {
 // itls reads the arrays of gaps.
 func (s *stream) itls(col *itlColumn) {
 	col.off, col.gaps, col.bad, col.valid = append(col.off[:0], 0), col.gaps[:0], col.bad[:0], false
+	if !col.keep {
+		col.resetStreamed()
+	}
 	if s.next() != '[' {
 		s.value(1)
 		return
@@ -880,8 +909,10 @@ func (s *stream) itls(col *itlColumn) {
 		return
 	}
 	deepest := 1
+	n := uint32(0)
 	for {
 		bad := false
+		col.cur = col.cur[:0]
 		switch c := s.next(); c {
 		case '[':
 			if !s.openArray() {
@@ -890,7 +921,7 @@ func (s *stream) itls(col *itlColumn) {
 			for {
 				x := s.numberOr(3, &deepest)
 				bad = bad || math.IsNaN(x)
-				col.gaps = append(col.gaps, x)
+				col.cur = append(col.cur, x)
 				if s.endElement() {
 					break
 				}
@@ -901,13 +932,37 @@ func (s *stream) itls(col *itlColumn) {
 			deepest = max(deepest, s.value(2))
 			bad = true
 		}
+		n += uint32(len(col.cur))
+		if col.keep {
+			col.gaps = append(col.gaps, col.cur...)
+		} else {
+			bad = bad || badGaps(col.cur)
+			col.sums = append(col.sums, sum(col.cur))
+			if !bad {
+				col.stream(col.cur)
+			}
+		}
 		col.bad = append(col.bad, bad)
-		col.off = append(col.off, uint32(len(col.gaps)))
+		col.off = append(col.off, n)
 		if s.endElement() {
 			break
 		}
 	}
 	col.valid = deepest <= fastjson.MaxDepth
+	if !col.valid && !col.keep {
+		col.resetStreamed()
+	}
+}
+
+// stream adds one request's gaps as take and Add would: positive ones to
+// the unit sample, all to the distribution.
+func (c *itlColumn) stream(gaps []float64) {
+	for _, x := range gaps {
+		if x > 0 {
+			c.sample.add(x)
+		}
+		c.dist.add(x)
+	}
 }
 
 // errs reads errors: whether each entry is a non-empty string.
