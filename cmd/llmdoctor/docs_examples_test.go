@@ -557,3 +557,35 @@ says: "{{dur .stage.ttft.mean}} {{times .stage.ttft.mean .stage.prefill.mean}} {
 		t.Errorf("helpers: %s", out)
 	}
 }
+
+// Each benchmark command of docs/performance.md names a package and a
+// pattern that selects benchmarks in it: the commands are minutes long, so
+// this test runs none, but none of them can silently measure nothing.
+func TestPerformanceDocNamesRealBenchmarks(t *testing.T) {
+	doc := readDoc(t, filepath.Join("docs", "performance.md"))
+	cmd := regexp.MustCompile(`go test (\./\S+) .*-bench '?([^' ]+)'?`)
+	decl := regexp.MustCompile(`(?m)^func (Benchmark\w+)\(`)
+	found := cmd.FindAllStringSubmatch(doc, -1)
+	if len(found) < 5 {
+		t.Fatalf("found %d benchmark commands in docs/performance.md", len(found))
+	}
+	for _, m := range found {
+		pkg, pattern := m[1], m[2]
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			t.Errorf("%s: -bench %q: %v", pkg, pattern, err)
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join("..", "..", pkg, "*_test.go"))
+		matched := false
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			for _, d := range decl.FindAllStringSubmatch(string(b), -1) {
+				matched = matched || re.MatchString(d[1])
+			}
+		}
+		if !matched {
+			t.Errorf("go test %s -bench %s selects no benchmark", pkg, pattern)
+		}
+	}
+}

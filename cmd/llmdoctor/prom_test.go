@@ -368,7 +368,9 @@ func TestQueryCountIndependentOfInstances(t *testing.T) {
 // (queries/op), the slowest of them when sent again alone, one at a time
 // (slowest-query-ms, the best of three), the wall time over that slowest
 // query (wall/slowest), and the process's peak RSS while diagnosing
-// (peak-RSS-MiB, Linux; Prometheus runs in a process of its own).
+// (peak-RSS-MiB, Linux; Prometheus runs in a process of its own), and the
+// CPU Prometheus and this process spent per diagnosis with the wall time
+// over the floor that CPU sets on this many cores (wall/CPU-floor).
 func BenchmarkPromFleet(b *testing.B) {
 	promtest.Need(b)
 	dir := b.TempDir()
@@ -376,8 +378,8 @@ func BenchmarkPromFleet(b *testing.B) {
 		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
 			tsdb, endTime := promtest.Fleet(b, dir, n)
 			end := strconv.FormatInt(endTime.Unix(), 10)
-			server := promtest.Start(b, tsdb, "").URL
-			cp := &countingProxy{target: server}
+			ps := promtest.Start(b, tsdb, "")
+			cp := &countingProxy{target: ps.URL}
 			proxy := httptest.NewServer(cp)
 			defer proxy.Close()
 			set, cfg, _ := loadRules("-", nil)
@@ -386,6 +388,7 @@ func BenchmarkPromFleet(b *testing.B) {
 			resetPeakRSS()
 			b.ReportAllocs()
 			b.ResetTimer()
+			promCPU, selfCPU := ps.CPUTime(), promtest.SelfCPUTime()
 			var queries int
 			for i := 0; i < b.N; i++ {
 				var pf promFlags
@@ -404,6 +407,7 @@ func BenchmarkPromFleet(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			promCPU, selfCPU = ps.CPUTime()-promCPU, promtest.SelfCPUTime()-selfCPU
 			wall := float64(b.Elapsed()) / float64(b.N)
 			peak := peakRSS()
 			seen := cp.take()
@@ -416,6 +420,14 @@ func BenchmarkPromFleet(b *testing.B) {
 			b.ReportMetric(wall/float64(slowest), "wall/slowest")
 			if peak > 0 {
 				b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+			}
+			// The floor no scheduling of the queries can beat: the CPU
+			// Prometheus and this process spend, over the machine's cores.
+			if promCPU > 0 {
+				floor := float64(promCPU+selfCPU) / float64(b.N) / float64(runtime.NumCPU())
+				b.ReportMetric(promCPU.Seconds()/float64(b.N), "prom-CPU-s/op")
+				b.ReportMetric(selfCPU.Seconds()/float64(b.N), "client-CPU-s/op")
+				b.ReportMetric(wall/floor, "wall/CPU-floor")
 			}
 		})
 	}

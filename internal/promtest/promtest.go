@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -114,3 +116,34 @@ func (s *Server) Stop() {
 	s.cmd.Wait()
 	os.RemoveAll(s.tmp)
 }
+
+// CPUTime is the CPU time the server has used so far (user and system,
+// from /proc on Linux; 0 elsewhere): what a benchmark charges to Prometheus.
+func (s *Server) CPUTime() time.Duration {
+	return procCPU(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+}
+
+// procCPU reads utime+stime of a /proc stat file, in the kernel's 100 Hz
+// USER_HZ ticks.
+func procCPU(path string) time.Duration {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14, stime 15.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// SelfCPUTime is this process's CPU time, as CPUTime measures a server's.
+func SelfCPUTime() time.Duration { return procCPU("/proc/self/stat") }
