@@ -15,6 +15,9 @@ const (
 	Pass        = "pass"
 	Fail        = "fail"
 	CannotCheck = "cannot-check"
+	// Unverified is the checklist's status when no blocking item failed
+	// but some could not be checked: never READY on what was not measured.
+	Unverified = "unverified"
 )
 
 // Checklist is the pre-launch verdict.
@@ -24,10 +27,17 @@ type Checklist struct {
 	Window  Window            `json:"window"`
 	Notes   []string          `json:"notes,omitempty"`
 	Targets []ChecklistTarget `json:"targets"`
-	// Status is pass when no blocking item failed (and, with Strict, none
-	// could not be checked), fail otherwise.
+	// Status is pass when every blocking item passed; fail when one failed
+	// or, with Strict, could not be checked; unverified when none failed
+	// but one could not be checked.
 	Status string `json:"status"`
 	Strict bool   `json:"strict"`
+	// The items of every target: passed, failed, not checked, and the
+	// blocking ones among those not checked (what keeps a gate from pass).
+	Passed            int `json:"passed"`
+	Failed            int `json:"failed"`
+	CannotCheck       int `json:"cannot_check"`
+	BlockingUnchecked int `json:"blocking_unchecked"`
 }
 
 // ChecklistTarget is one target's items.
@@ -105,12 +115,28 @@ func joinPaths(p []string) string {
 
 // Decide sets the overall status.
 func (c *Checklist) Decide() {
-	c.Status = Pass
+	c.Passed, c.Failed, c.CannotCheck, c.BlockingUnchecked = 0, 0, 0, 0
+	failed := false
 	for _, t := range c.Targets {
+		c.Passed += t.Passed
+		c.Failed += t.Failed
+		c.CannotCheck += t.CannotCheck
 		for _, it := range t.Items {
-			if it.Blocking && (it.Status == Fail || c.Strict && it.Status == CannotCheck) {
-				c.Status = Fail
+			switch {
+			case !it.Blocking:
+			case it.Status == Fail:
+				failed = true
+			case it.Status == CannotCheck:
+				c.BlockingUnchecked++
 			}
 		}
+	}
+	switch {
+	case failed || c.Strict && c.BlockingUnchecked > 0:
+		c.Status = Fail
+	case c.BlockingUnchecked > 0:
+		c.Status = Unverified
+	default:
+		c.Status = Pass
 	}
 }

@@ -211,13 +211,11 @@ func HTML(w io.Writer, d *advisor.Diagnosis, o Options) error {
 // fail / cannot-check table per target.
 func ChecklistHTML(w io.Writer, c *advisor.Checklist, o Options) error {
 	p := newPage("llmdoctor checklist", "llmdoctor pre-launch checklist", o)
-	p.Verdict, p.VerdictClass = "✓ READY", "ok"
-	if c.Status != advisor.Pass {
-		p.Verdict, p.VerdictClass = "✗ NOT READY", "critical"
+	p.Verdict, p.VerdictClass = checklistVerdict(c), map[string]string{advisor.Pass: "ok", advisor.Fail: "critical"}[c.Status]
+	if p.VerdictClass == "" {
+		p.VerdictClass = "unknown"
 	}
-	if n := uncheckedBlocking(c); n > 0 && c.Status == advisor.Pass {
-		p.Caveat = fmt.Sprintf("Ready only as far as it could be checked: %d blocking item(s) could not be checked (below); --strict counts them as failed.", n)
-	}
+	p.Caveat = checklistUnverified(c)
 	p.Title = strings.TrimLeft(p.Verdict, "✓✗ ") + " · llmdoctor checklist"
 	p.Window = windowHTML(c.Window)
 	p.Sources = pageSources(c.Sources)
@@ -261,19 +259,6 @@ func ChecklistHTML(w io.Writer, c *advisor.Checklist, o Options) error {
 		p.Checklist = append(p.Checklist, pc)
 	}
 	return pages.ExecuteTemplate(w, "page", p)
-}
-
-// uncheckedBlocking counts the blocking items no target could check.
-func uncheckedBlocking(c *advisor.Checklist) int {
-	n := 0
-	for _, t := range c.Targets {
-		for _, it := range t.Items {
-			if it.Blocking && it.Status == advisor.CannotCheck {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // HTMLIndex writes serve's index page: every target with its latest verdict.

@@ -257,25 +257,45 @@ func TestHTMLMemberBars(t *testing.T) {
 	}
 }
 
-// A gate that passed with blocking items unchecked says so beside READY,
-// in the page and in the text.
-func TestChecklistReadyWithUncheckedItems(t *testing.T) {
-	c := sampleChecklist()
-	c.Targets[0].Items[1].Status = advisor.Pass
-	c.Decide()
-	if c.Status != advisor.Pass {
-		t.Fatalf("status %s", c.Status)
-	}
-	var page, text bytes.Buffer
-	if err := ChecklistHTML(&page, c, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := ChecklistText(&text, c, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	for name, out := range map[string]string{"html": page.String(), "text": text.String()} {
-		if !strings.Contains(out, "READY") || !strings.Contains(out, "1 blocking item(s) could not be") {
-			t.Errorf("%s: READY without saying what was not checked:\n%s", name, out)
+// A gate with blocking items unchecked and none failed is never READY: every
+// format says NOT VERIFIED and how many could not be checked, and only
+// --strict turns it into NOT READY.
+func TestChecklistUnverifiedIsNeverReady(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		c := sampleChecklist()
+		c.Targets[0].Items[1].Status = advisor.Pass
+		c.Strict = strict
+		c.Decide()
+		want := map[bool]string{false: advisor.Unverified, true: advisor.Fail}[strict]
+		if c.Status != want || c.BlockingUnchecked != 1 {
+			t.Fatalf("strict=%v: status %s, %d blocking unchecked", strict, c.Status, c.BlockingUnchecked)
+		}
+		var page, text, md bytes.Buffer
+		if err := ChecklistHTML(&page, c, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ChecklistText(&text, c, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ChecklistMarkdown(&md, c); err != nil {
+			t.Fatal(err)
+		}
+		slack := SlackChecklist(c, SlackOptions{})
+		outs := map[string]string{"html": page.String(), "text": text.String(), "markdown": md.String()}
+		for _, m := range slack {
+			outs["slack"] += m.Main.Text
+		}
+		for name, out := range outs {
+			switch {
+			case strings.Contains(strings.ToUpper(out), "✓ READY") || strings.Contains(out, "✅ ready"):
+				t.Errorf("strict=%v %s: READY with a blocking item unchecked:\n%s", strict, name, out)
+			case !strict && !strings.Contains(strings.ToUpper(out), "NOT VERIFIED"):
+				t.Errorf("%s: does not say NOT VERIFIED:\n%s", name, out)
+			case !strict && name != "slack" && !strings.Contains(out, "1 blocking item could not be checked"):
+				t.Errorf("%s: does not count what was not checked:\n%s", name, out)
+			case strict && !strings.Contains(strings.ToUpper(out), "NOT READY"):
+				t.Errorf("strict %s: does not say NOT READY:\n%s", name, out)
+			}
 		}
 	}
 }

@@ -29,10 +29,16 @@ func (markdownRenderer) Checklist(w io.Writer, c *advisor.Checklist, _ Options) 
 func ChecklistMarkdown(w io.Writer, c *advisor.Checklist) error {
 	var b strings.Builder
 	status := "✅ ready"
-	if c.Status != advisor.Pass {
+	switch c.Status {
+	case advisor.Fail:
 		status = "❌ not ready"
+	case advisor.Unverified:
+		status = "⚠️ not verified"
 	}
 	fmt.Fprintf(&b, "# Pre-launch checklist: %s\n\n", status)
+	if why := checklistUnverified(c); why != "" {
+		fmt.Fprintf(&b, "%s\n\n", mdEscape(why))
+	}
 	for _, t := range c.Targets {
 		fmt.Fprintf(&b, "## %s\n\n| | item | details |\n|---|---|---|\n", targetName(t.Target))
 		for _, it := range t.Items {

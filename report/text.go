@@ -110,13 +110,18 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 	}
 	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
 	p := &printer{w: w, width: width, st: st}
-	verdict := st.ok.Render("✓ READY")
-	if c.Status != advisor.Pass {
-		verdict = st.crit.Render("✗ NOT READY")
+	verdict := checklistVerdict(c)
+	switch c.Status {
+	case advisor.Pass:
+		verdict = st.ok.Render(verdict)
+	case advisor.Fail:
+		verdict = st.crit.Render(verdict)
+	default:
+		verdict = st.warn.Render(verdict)
 	}
 	p.pair(st.head.Render("llmdoctor pre-launch checklist"), verdict)
-	if n := uncheckedBlocking(c); n > 0 && c.Status == advisor.Pass {
-		p.wrap("  ", st.warn.Render("!")+fmt.Sprintf(" Ready only as far as it could be checked: %d blocking item(s) could not be checked; --strict counts them as failed.", n))
+	if why := checklistUnverified(c); why != "" {
+		p.wrap("  ", st.warn.Render("!")+" "+why)
 	}
 	for _, s := range c.Sources {
 		p.wrap("  ", sourceLine(s))
@@ -157,6 +162,29 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 			map[bool]string{true: " (strict: counts as failed)", false: ""}[c.Strict && t.CannotCheck > 0])))
 	}
 	return p.err
+}
+
+// checklistVerdict is the checklist's headline: READY only when every
+// blocking item passed.
+func checklistVerdict(c *advisor.Checklist) string {
+	switch c.Status {
+	case advisor.Pass:
+		return "✓ READY"
+	case advisor.Unverified:
+		return "? NOT VERIFIED"
+	}
+	return "✗ NOT READY"
+}
+
+// checklistUnverified says, under an unverified headline, how much could
+// not be checked; "" otherwise.
+func checklistUnverified(c *advisor.Checklist) string {
+	if c.Status != advisor.Unverified {
+		return ""
+	}
+	n := c.BlockingUnchecked
+	return fmt.Sprintf("Nothing failed, but %d blocking item%s could not be checked (%d of %d items in all): the launch is not verified. --strict counts them as failed.",
+		n, plural(n), c.CannotCheck, c.Passed+c.Failed+c.CannotCheck)
 }
 
 func itemMark(status string) string {
