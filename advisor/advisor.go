@@ -25,6 +25,9 @@ type Diagnosis struct {
 	Targets []TargetReport `json:"targets"`
 	// Notes are things collectors could not read, one line each.
 	Notes []string `json:"notes,omitempty"`
+	// Config is the configuration file the rules ran with (its
+	// suppressions and overrides), when one was read.
+	Config string `json:"config,omitempty"`
 }
 
 // Source is one collector input.
@@ -88,7 +91,9 @@ type Primary struct {
 	Bottleneck string `json:"bottleneck"`
 	Rule       string `json:"rule,omitempty"`
 	Summary    string `json:"summary"`
-	// Status is found, healthy or inconclusive.
+	// Status is found, healthy, inconclusive or suppressed: the root
+	// cause found is a finding the configuration suppresses, so the
+	// target is not healthy although nothing unsuppressed was found.
 	Status string `json:"status"`
 	// Unchecked are the critical rules that could not run.
 	Unchecked []string `json:"unchecked,omitempty"`
@@ -239,6 +244,9 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 	weigh(t.Findings, cfg.MinShareOrDefault())
 	sort.SliceStable(t.Findings, func(i, j int) bool { return less(t.Findings[i], t.Findings[j]) })
 	t.Primary = primary(t.Findings, unchecked, bounded)
+	if t.Primary.Status != "found" && len(t.Suppressed) > 0 {
+		t.Primary = suppressedRoot(e, t, results, cfg.MinShareOrDefault(), unchecked, bounded)
+	}
 	t.Next = mergeSteps(t.Findings)
 	t.Conditions = conditions(e)
 	t.LatencyMap = latencyMap(e)
@@ -430,6 +438,37 @@ func less(a, b Finding) bool {
 		return la
 	}
 	return a.Rule < b.Rule
+}
+
+// suppressedRoot is the verdict of a target whose unsuppressed findings
+// name no root cause: when, with the suppressed findings counted, the root
+// cause is one of them, the verdict is that bottleneck, suppressed. A
+// suppression mutes a known finding; it never makes a target healthy.
+func suppressedRoot(e *evidence.Evidence, t TargetReport, results []rules.Result, minShare float64, unchecked []string, bounded []Bounded) Primary {
+	// Fresh findings: weigh has lowered and capped those of t.
+	var all []Finding
+	for _, r := range results {
+		if r.Outcome == rules.Fired {
+			all = append(all, findingOf(e, r))
+		}
+	}
+	explain(all, results)
+	weigh(all, minShare)
+	sort.SliceStable(all, func(i, j int) bool { return less(all[i], all[j]) })
+	p := primary(all, unchecked, bounded)
+	if p.Status != "found" {
+		return t.Primary
+	}
+	for _, f := range t.Suppressed {
+		if f.Rule == p.Rule {
+			p.Status = "suppressed"
+			p.Summary += " (suppressed by configuration: " + f.Suppressed + ")"
+			return p
+		}
+	}
+	// An unsuppressed cause whose weight is its suppressed effects': the
+	// effects are muted, the cause is still found.
+	return p
 }
 
 func primary(fs []Finding, unchecked []string, bounded []Bounded) Primary {

@@ -70,13 +70,32 @@ func TestHealthyOnlyWhenDecidingRulesRan(t *testing.T) {
 	}
 }
 
+// Suppressed findings are listed apart, and a suppressed root cause never
+// makes a target healthy: the verdict names it, suppressed.
 func TestSuppressedFindingsAreListedApart(t *testing.T) {
 	q := rule(t, "q/q", "queueing", "critical", "", "")
-	r := fired(q, 0.5)
-	r.Suppressed = "known"
-	d := Advise(evidence.New(evidence.Target{}), []rules.Result{r}, nil)
-	if len(d.Findings) != 0 || len(d.Suppressed) != 1 || d.Primary.Status != "healthy" {
-		t.Fatalf("findings %d suppressed %d primary %+v", len(d.Findings), len(d.Suppressed), d.Primary)
+	kv := rule(t, "kv/a", "kv-capacity", "warning", "queueing", "")
+	info := rule(t, "i/i", "cpu-overhead", "info", "", "")
+	suppress := func(r rules.Result) rules.Result { r.Suppressed = "known"; return r }
+	for _, c := range []struct {
+		name                    string
+		results                 []rules.Result
+		status, bottleneck, why string
+	}{
+		{"the root cause suppressed", []rules.Result{suppress(fired(q, 0.5))}, "suppressed", "queueing", "suppressed by configuration: known"},
+		{"a cause suppressed, its effect not", []rules.Result{fired(q, 0.9), suppress(fired(kv, 0))}, "found", "queueing", ""},
+		// The cause's share is its suppressed effect's: still found.
+		{"the effect suppressed, its cause not", []rules.Result{suppress(fired(q, 0.9)), fired(kv, 0)}, "found", "kv-capacity", ""},
+		{"a suppressed stage too small to be a verdict", []rules.Result{suppress(fired(q, 0.05))}, "healthy", "none", ""},
+		{"a suppressed info finding", []rules.Result{suppress(fired(info, 0.5))}, "healthy", "none", ""},
+	} {
+		d := Advise(evidence.New(evidence.Target{}), c.results, nil)
+		if len(d.Suppressed) != 1 || len(d.Findings)+len(d.Suppressed) != len(c.results) {
+			t.Errorf("%s: findings %d suppressed %d", c.name, len(d.Findings), len(d.Suppressed))
+		}
+		if d.Primary.Status != c.status || d.Primary.Bottleneck != c.bottleneck || !strings.Contains(d.Primary.Summary, c.why) {
+			t.Errorf("%s: primary %+v", c.name, d.Primary)
+		}
 	}
 }
 

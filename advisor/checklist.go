@@ -27,6 +27,9 @@ type Checklist struct {
 	Window  Window            `json:"window"`
 	Notes   []string          `json:"notes,omitempty"`
 	Targets []ChecklistTarget `json:"targets"`
+	// Config is the configuration file the items ran with, when one was
+	// read.
+	Config string `json:"config,omitempty"`
 	// Status is pass when every blocking item passed; fail when one failed
 	// or, with Strict, could not be checked; unverified when none failed
 	// but one could not be checked.

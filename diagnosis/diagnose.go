@@ -62,7 +62,8 @@ func (in *Input) Diagnose(set *rules.Set, cfg *rules.Config) *advisor.Diagnosis 
 		cfg = &rules.Config{}
 	}
 	evs, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
-	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: in.Sources, Targets: []advisor.TargetReport{}, Notes: notes, Window: win}
+	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: in.Sources, Targets: []advisor.TargetReport{}, Notes: notes, Window: win,
+		Config: cfg.File}
 	for _, s := range cfg.Expired() {
 		d.Notes = append(d.Notes, fmt.Sprintf("suppression of %s expired on %s and no longer applies", s.Rule, s.Until))
 	}
@@ -81,7 +82,7 @@ func (in *Input) Checklist(set *rules.Set, cfg *rules.Config, strict bool) *advi
 	}
 	evs, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
 	cl := &advisor.Checklist{Schema: advisor.ChecklistSchema, Sources: in.Sources, Targets: []advisor.ChecklistTarget{},
-		Notes: notes, Window: win, Strict: strict}
+		Notes: notes, Window: win, Strict: strict, Config: cfg.File}
 	keep := *cfg
 	keep.KeepNeeds = true
 	for i, rs := range set.EvaluateEach(evs, &keep) {

@@ -102,20 +102,22 @@ type pageSource struct {
 }
 
 type pageTarget struct {
-	ID, Name, ServedBy        string
-	Status, Bottleneck        string
-	SevClass, SevWord, Mark   string
-	Summary, Impact           string
-	Unchecked                 string
-	Bounded, Inconsistencies  []string
-	Conditions                []string
-	Latency                   *pageLatency
-	Charts                    []pageChart
-	NoCharts                  []string
-	Findings                  []pageFinding
-	Next                      []advisor.Step
-	Gaps                      []pageGap
-	Skipped, Suppressed       []string
+	ID, Name, ServedBy       string
+	Status, Bottleneck       string
+	SevClass, SevWord, Mark  string
+	Summary, Impact          string
+	Unchecked                string
+	Bounded, Inconsistencies []string
+	Conditions               []string
+	Latency                  *pageLatency
+	Charts                   []pageChart
+	NoCharts                 []string
+	Findings                 []pageFinding
+	Next                     []advisor.Step
+	Gaps                     []pageGap
+	Skipped, Suppressed      []string
+	// SuppressedLine counts the suppressed findings under the verdict.
+	SuppressedLine            string
 	MemberCols                []string
 	Members                   []pageMember
 	Checks                    string
@@ -310,6 +312,8 @@ func verdictClass(status, severity string) (class, word, mark string) {
 		return "info", "info", "i"
 	case "healthy":
 		return "ok", "healthy", "✓"
+	case "suppressed":
+		return "warning", "suppressed", "~"
 	}
 	return "unknown", "inconclusive", "?"
 }
@@ -409,6 +413,7 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 	for _, sk := range t.Skipped {
 		pt.Skipped = append(pt.Skipped, fmt.Sprintf("%d %s rule(s) skipped: no %s data (%s)", len(sk.Rules), sk.Source, sk.Source, sk.How))
 	}
+	pt.SuppressedLine = suppressedLine(t)
 	for _, f := range t.Suppressed {
 		pt.Suppressed = append(pt.Suppressed, f.Rule+": "+f.Suppressed)
 	}

@@ -260,6 +260,8 @@ func slackVerdict(t advisor.TargetReport) (sev, verdict string) {
 		return SlackWarning, "! WARNING: " + t.Primary.Bottleneck
 	case "healthy":
 		return SlackHealthy, "✓ HEALTHY"
+	case "suppressed":
+		return SlackWarning, "~ SUPPRESSED: " + t.Primary.Bottleneck
 	}
 	return SlackInconclusive, "? INCONCLUSIVE"
 }

@@ -89,6 +89,9 @@ func Text(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	for _, s := range d.Sources {
 		p.wrap("  ", sourceLine(s))
 	}
+	if d.Config != "" {
+		p.wrap("  ", "config "+d.Config)
+	}
 	for _, n := range d.Notes {
 		p.wrap("  ", "note: "+n)
 	}
@@ -125,6 +128,9 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 	}
 	for _, s := range c.Sources {
 		p.wrap("  ", sourceLine(s))
+	}
+	if c.Config != "" {
+		p.wrap("  ", "config "+c.Config)
 	}
 	for _, n := range c.Notes {
 		p.wrap("  ", "note: "+n)
@@ -185,6 +191,20 @@ func checklistUnverified(c *advisor.Checklist) string {
 	n := c.BlockingUnchecked
 	return fmt.Sprintf("Nothing failed, but %d blocking item%s could not be checked (%d of %d items in all): the launch is not verified. --strict counts them as failed.",
 		n, plural(n), c.CannotCheck, c.Passed+c.Failed+c.CannotCheck)
+}
+
+// suppressedLine says under a verdict which findings the configuration
+// suppressed: a muted finding stays in sight where the verdict is read.
+func suppressedLine(t advisor.TargetReport) string {
+	n := len(t.Suppressed)
+	if n == 0 {
+		return ""
+	}
+	ids := make([]string, n)
+	for i, f := range t.Suppressed {
+		ids[i] = f.Rule
+	}
+	return fmt.Sprintf("%d finding%s suppressed by configuration: %s (see Suppressed).", n, plural(n), strings.Join(ids, ", "))
 }
 
 func itemMark(status string) string {
@@ -329,8 +349,13 @@ func (p *printer) target(t advisor.TargetReport) {
 		p.wrap("", p.sevMark(findingSeverity(t, pr.Rule))+" VERDICT "+p.st.bold.Render(pr.Bottleneck)+": "+pr.Summary)
 	case "healthy":
 		p.wrap("", p.st.ok.Render("✓ VERDICT healthy")+": "+pr.Summary)
+	case "suppressed":
+		p.wrap("", p.st.warn.Render("~ VERDICT ")+p.st.bold.Render(pr.Bottleneck)+p.st.warn.Render(", suppressed")+": "+pr.Summary)
 	default:
 		p.wrap("", p.st.warn.Render("? VERDICT inconclusive")+": "+pr.Summary)
+	}
+	if line := suppressedLine(t); line != "" {
+		p.wrap("  ", p.st.warn.Render("! ")+line)
 	}
 	if pr.Status == "found" && len(pr.Unchecked) > 0 {
 		p.wrap("  ", "Could not check: "+strings.Join(pr.Unchecked, ", ")+" (see gaps).")

@@ -71,7 +71,11 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %v", err)
 	}
-	return ParseConfig(path, data)
+	c, err := ParseConfig(path, data)
+	if c != nil {
+		c.File = path
+	}
+	return c, err
 }
 
 // ParseConfig reads llmdoctor.yaml from data; name labels its errors.

@@ -619,6 +619,8 @@ type Config struct {
 	GPUs     map[string]GPUConfig `yaml:"gpus"`
 	Rules    map[string]Override  `yaml:"rules"`
 	Suppress []Suppression        `yaml:"suppress"`
+	// File is the file the config was read from; "" when none was.
+	File string `yaml:"-"`
 	// Now is the time suppressions expire against (zero: time.Now()).
 	Now time.Time `yaml:"-"`
 	// KeepNeeds evaluates rules even when a source they need is absent (the

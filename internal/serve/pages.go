@@ -121,7 +121,7 @@ func verdictRank(v watchVerdict) int {
 		return 0
 	case v.Status == "found":
 		return 1
-	case v.Status == "inconclusive":
+	case v.Status == "inconclusive", v.Status == "suppressed":
 		return 2
 	}
 	return 3

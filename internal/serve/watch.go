@@ -591,6 +591,8 @@ func verdictLabel(v watchVerdict) string {
 		return "✓ HEALTHY"
 	case "inconclusive":
 		return "? INCONCLUSIVE"
+	case "suppressed":
+		return "~ SUPPRESSED: " + v.Bottleneck
 	case statusWatchGone:
 		return "gone"
 	}
