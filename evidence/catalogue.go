@@ -23,7 +23,9 @@ type Field struct {
 	index  []int
 }
 
-// node documents a scalar, a Dist or a Series.
+// node documents a scalar, a Dist or a Series. Units: s, tokens, count,
+// bytes/s, ratio (a share, 0 to 1, printed as a percent) and multiple (one
+// number over another, printed as 3.2×).
 type node struct{ unit, meaning, how string }
 
 var docs = map[string]node{
@@ -82,7 +84,7 @@ var docs = map[string]node{
 	"service.client_requests":        {"requests", "requests in the request-level source", "a benchmark result (vllm bench serve --save-result --save-detailed) or per-request records (JSONL/CSV)"},
 	"service.client_failed_share":    {"ratio", "share of the source's requests that failed", "a benchmark result (vllm bench serve --save-result --save-detailed) or per-request records (JSONL/CSV)"},
 	"service.streaming_share":        {"ratio", "share of multi-token requests whose first token came well before the end (streamed)", "a benchmark result (vllm bench serve --save-result --save-detailed) or per-request records (JSONL/CSV)"},
-	"service.warmup_ratio":           {"ratio", "mean TTFT of the first 20 requests ÷ median TTFT: far above 1 means the run had no warm-up", "a benchmark result (vllm bench serve --save-result --save-detailed) or per-request records (JSONL/CSV) in arrival order"},
+	"service.warmup_ratio":           {"multiple", "mean TTFT of the first 20 requests ÷ median TTFT: far above 1 means the run had no warm-up", "a benchmark result (vllm bench serve --save-result --save-detailed) or per-request records (JSONL/CSV) in arrival order"},
 	"service.network_share":          {"ratio", "share of client TTFT spent outside the server (network, client queueing)", "per-request records with server_ttft"},
 	"service.finished":               {"requests", "requests finished in the window, any reason", "the engine's finished-requests counter"},
 	"service.request_rate":           {"req/s", "finished requests per second", "the engine's finished-requests counter over a window (two snapshots or a live scrape)"},
@@ -97,8 +99,8 @@ var docs = map[string]node{
 	"service.running":                {"requests", "requests in the running batch", "the engine's running-requests gauge"},
 	"service.waiting":                {"requests", "requests waiting to be scheduled (for capacity, when vLLM says why)", "the engine's waiting-requests gauge"},
 	"service.instances":              {"count", "instances (replicas) serving the target", "scrape several replicas, or query Prometheus (instance label)"},
-	"service.ttft_p99_outlier_ratio": {"ratio", "the largest TTFT p99 of one instance divided by the median of the other instances'", "two or more instances of the same model"},
-	"service.waiting_outlier_ratio":  {"ratio", "the largest mean waiting queue of one instance, plus one, over the median of the others', plus one", "two or more instances of the same model"},
+	"service.ttft_p99_outlier_ratio": {"multiple", "the largest TTFT p99 of one instance divided by the median of the other instances'", "two or more instances of the same model"},
+	"service.waiting_outlier_ratio":  {"multiple", "the largest mean waiting queue of one instance, plus one, over the median of the others', plus one", "two or more instances of the same model"},
 	"service.iteration_tokens":       {"tokens", "tokens per engine step (batch size in tokens)", "the engine's tokens-per-step histogram"},
 
 	"resource.kv_usage":           {"ratio", "fraction of KV cache blocks in use (averaged over engines and instances)", "the engine's KV cache usage gauge"},

@@ -240,7 +240,7 @@ func windowText(d *advisor.Diagnosis) string {
 	case w.Cumulative:
 		return "· one snapshot: totals since server start"
 	case w.Seconds > 0:
-		return fmt.Sprintf("· %s window, %d samples", units.Duration(w.Seconds), w.Points)
+		return fmt.Sprintf("· %s window, %d sample%s", units.Duration(w.Seconds), w.Points, plural(w.Points))
 	}
 	return ""
 }
@@ -863,6 +863,8 @@ func formatValue(path string, x float64) string {
 		return units.Duration(x)
 	case "ratio":
 		return units.WholePercent(x)
+	case "multiple":
+		return units.Number(x) + "×"
 	case "tokens":
 		return units.Tokens(x)
 	case "bytes/s":

@@ -337,3 +337,20 @@ func TestTextFitsWidth(t *testing.T) {
 		t.Errorf("latency bars do not scale with the width: %v", bars)
 	}
 }
+
+// A multiple reads as one (514×), a share as a percent: never 51370%.
+func TestFormatValueByUnit(t *testing.T) {
+	for path, c := range map[string]struct {
+		x    float64
+		want string
+	}{
+		"service.ttft_p99_outlier_ratio": {513.7, "514×"},
+		"service.warmup_ratio":           {3.2, "3.20×"},
+		"stage.share.queue":              {0.92, "92%"},
+		"stage.ttft.mean":                {0, "0s"},
+	} {
+		if got := formatValue(path, c.x); got != c.want {
+			t.Errorf("%s = %v: %q, want %q", path, c.x, got, c.want)
+		}
+	}
+}

@@ -257,3 +257,25 @@ func TestEvaluateEachIsEvaluatePerTarget(t *testing.T) {
 		}
 	}
 }
+
+// Two rules that give the same advice give it in the same words, so that
+// the advisor merges it into one step naming both: a step whose first 40
+// characters are another's must be that step.
+func TestSameAdviceInSameWords(t *testing.T) {
+	type said struct{ text, rule string }
+	first := map[string]said{}
+	for _, r := range builtinSet(t).Rules {
+		for _, s := range r.Next {
+			if len(s.Do) < 40 {
+				continue
+			}
+			prev, ok := first[s.Do[:40]]
+			switch {
+			case !ok:
+				first[s.Do[:40]] = said{s.Do, r.ID}
+			case prev.text != s.Do:
+				t.Errorf("%s and %s give one step in different words:\n  %s\n  %s", prev.rule, r.ID, prev.text, s.Do)
+			}
+		}
+	}
+}

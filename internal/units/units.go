@@ -23,15 +23,27 @@ func Duration(s float64) string {
 		return unknown
 	case s < 0:
 		return "-" + Duration(-s)
+	case s == 0:
+		return "0s" // not "0µs": nothing, not a very small time
+	case s < 0.0000005:
+		return "<1µs" // not 0µs, which reads as nothing
 	case s < 0.001:
 		return strconv.FormatFloat(s*1e6, 'f', 0, 64) + "µs"
 	case s < 1:
 		return strconv.FormatFloat(s*1000, 'f', 0, 64) + "ms"
 	case s < 60:
 		return strconv.FormatFloat(s, 'f', 2, 64) + "s"
+	case s < 3600:
+		m := int(s) / 60
+		return fmt.Sprintf("%dm%02ds", m, int(s)-m*60)
+	case s < 86400:
+		h := int(s) / 3600
+		return fmt.Sprintf("%dh%02dm", h, (int(s)-h*3600)/60)
+	case s < 1e9:
+		d := int(s) / 86400
+		return fmt.Sprintf("%dd%02dh", d, (int(s)-d*86400)/3600)
 	}
-	m := int(s) / 60
-	return fmt.Sprintf("%dm%02ds", m, int(s)-m*60)
+	return "over 30 years"
 }
 
 // Number formats a count or ratio with few digits.
