@@ -531,7 +531,7 @@ func (p *printer) latency(m advisor.LatencyMap) {
 	}{
 		{"queue", m.Queue, "waiting for the scheduler"},
 		{"prefill", m.Prefill, "computing the prompt"},
-		{"front", m.Front, "API server, tokenizer, hand-off"},
+		{"front", m.Front, "before the engine saw the request (API server, tokenizer, hand-off)"},
 	}
 	// Bars take what the 80-column layout gives them (38) and scale with
 	// the width; at least 10 columns, never past the line's end (25
@@ -557,6 +557,14 @@ func (p *printer) latency(m advisor.LatencyMap) {
 	if m.ClientTTFT != nil {
 		p.clientLine(m)
 	}
+	// What each part is: "front" in particular is no stage a reader knows.
+	var legend []string
+	for _, x := range parts {
+		if x.v != nil {
+			legend = append(legend, x.name+": "+x.hint)
+		}
+	}
+	p.wrap("  ", p.st.dim.Render(strings.Join(legend, " · ")))
 }
 
 func (p *printer) clientLine(m advisor.LatencyMap) {

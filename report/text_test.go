@@ -354,3 +354,15 @@ func TestFormatValueByUnit(t *testing.T) {
 		}
 	}
 }
+
+// The latency map says what each of its parts is, "front" above all.
+func TestLatencyMapSaysWhatFrontIs(t *testing.T) {
+	d := sample()
+	front := 0.4
+	d.Targets[0].LatencyMap.Front = &front
+	out := textOf(t, d, 80)
+	i, j := strings.Index(out, "Latency map"), strings.Index(out, "front: before the engine saw the request")
+	if i < 0 || j < i {
+		t.Errorf("no legend under the latency map:\n%s", out)
+	}
+}
