@@ -137,7 +137,12 @@ func attachRequests(evs []*evidence.Evidence, reqs []RequestFile) ([]*evidence.E
 	for _, r := range reqs {
 		switch len(evs) {
 		case 0:
-			e := evidence.New(evidence.Target{Model: "requests from " + r.From})
+			// A benchmark names the model it ran; a request file does not.
+			model := r.acc.Run.Model
+			if model == "" {
+				model = "requests from " + r.From
+			}
+			e := evidence.New(evidence.Target{Model: model})
 			r.acc.Fill(e, r.From)
 			evs = append(evs, e)
 		case 1:

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -161,7 +162,8 @@ func TestChecklistItemCitesItsMessage(t *testing.T) {
 	}
 }
 
-// "-" reads Sources.Stdin, and the source is named stdin.
+// "-" reads Sources.Stdin, and the source is named stdin; the target is
+// the model the benchmark names (model_id), or the file when it names none.
 func TestStdin(t *testing.T) {
 	b, err := os.ReadFile(benchFile("bench-detailed.json"))
 	if err != nil {
@@ -171,8 +173,22 @@ func TestStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Sources[0].Path != "stdin" || d.Targets[0].Target.Model != "requests from stdin" {
+	if d.Sources[0].Path != "stdin" || d.Targets[0].Target.Model != "meta-llama/Llama-3.1-8B-Instruct" {
 		t.Fatalf("sources %+v, target %+v", d.Sources, d.Targets[0].Target)
+	}
+	for _, c := range []struct{ model, want string }{
+		{`"model_id": null,`, "requests from stdin"},
+		{`"model_id": "a\nb\u001b[31m",`, "requests from stdin"},
+		{`"model_id": "  Qwen/Qwen3-8B ",`, "Qwen/Qwen3-8B"},
+	} {
+		in := regexp.MustCompile(`"model_id": *"[^"]*",`).ReplaceAllLiteral(b, []byte(c.model))
+		d, err := Run(context.Background(), Sources{Bench: []string{"-"}, Stdin: bytes.NewReader(in)}, builtin(t), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Targets[0].Target.Model; got != c.want {
+			t.Errorf("%s: target %q, want %q", c.model, got, c.want)
+		}
 	}
 }
 

@@ -77,6 +77,7 @@ func oldReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 	if c, ok := oldNumber(m["max_concurrency"]); ok {
 		a.Run.MaxConcurrency = c
 	}
+	a.Run.Model = modelID(m["model_id"])
 	var p fastjson.Parser
 	ttfts, ok := oldFloats(&p, m["ttfts"])
 	if !ok {

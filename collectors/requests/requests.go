@@ -38,6 +38,9 @@ type Run struct {
 	MaxConcurrency float64
 	// SummaryOnly: the source had percentiles but no requests.
 	SummaryOnly bool
+	// Model is the model the run served, as the result names it
+	// (model_id); "" when it does not.
+	Model string
 }
 
 // Accumulator reads requests one at a time into evidence.

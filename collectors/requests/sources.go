@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -71,6 +73,7 @@ func readBench(r io.Reader, from string, keep bool) (*Accumulator, []string, err
 	if c, ok := number(m.scalars["max_concurrency"]); ok {
 		a.Run.MaxConcurrency = c
 	}
+	a.Run.Model = modelID(m.scalars["model_id"])
 	if !m.ttfts.ok {
 		return nil, nil, fmt.Errorf("%s: ttfts is not an array of numbers", from)
 	}
@@ -275,6 +278,24 @@ func number(raw json.RawMessage) (float64, bool) {
 	}
 	x, err := strconv.ParseFloat(strings.Trim(string(raw), `"`), 64)
 	return x, err == nil && evidence.Present(x)
+}
+
+// modelID reads model_id: a string, on one line, at most 200 characters,
+// printable; "" for anything else. It names a target, so a file cannot
+// put a line break or a terminal escape into a report.
+func modelID(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return ""
+	}
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200])
+	}
+	return s
 }
 
 // rate reads request_rate: a number, or "inf" for a closed loop.

@@ -144,7 +144,7 @@ func (r *benchRun) requestObject() bool {
 // scalarKeys are the run-level values ReadBench and summaryOnly look at.
 var scalarKeys = func() map[string]bool {
 	m := map[string]bool{"request_rate": true, "max_concurrency": true, "completed": true, "failed": true,
-		"total_output_tokens": true}
+		"total_output_tokens": true, "model_id": true}
 	for _, stat := range []string{"mean", "median", "p90", "p95", "p99"} {
 		for _, metric := range []string{"ttft", "tpot", "itl", "e2el"} {
 			m[stat+"_"+metric+"_ms"] = true
