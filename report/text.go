@@ -375,6 +375,7 @@ func (p *printer) target(t advisor.TargetReport) {
 		p.wrap("  ", c)
 	}
 	p.latency(t.LatencyMap)
+	p.percentiles(t.Evidence)
 	p.overWindow(t.Curves)
 	p.curve(t.Curves["prompt_ttft"], t.Conditions)
 
@@ -565,6 +566,39 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		}
 	}
 	p.wrap("  ", p.st.dim.Render(strings.Join(legend, " · ")))
+}
+
+// percentileRows are the latency distributions the percentile table shows:
+// what clients saw (request files, benchmarks) and, beside it, the
+// engine's own where its metrics give it.
+var percentileRows = []struct{ label, path string }{
+	{"TTFT", "service.client_ttft"}, {"TTFT (server)", "stage.ttft"},
+	{"ITL", "service.client_itl"}, {"ITL (server)", "stage.itl"},
+	{"TPOT", "service.client_tpot"}, {"TPOT (server)", "stage.tpot"},
+	{"E2E", "service.client_e2e"}, {"E2E (server)", "service.e2e"},
+}
+
+// percentiles writes p50, p90 and p99 of each latency clients saw, beside
+// the server's, when a request-level source gave them.
+func (p *printer) percentiles(ev map[string]any) {
+	if math.IsNaN(treeNumber(ev, "service.client_ttft.p50")) && math.IsNaN(treeNumber(ev, "service.client_e2e.p50")) {
+		return
+	}
+	p.section("Latency percentiles (clients; the server where its metrics say)")
+	p.line(fmt.Sprintf("  %-14s %8s %8s %8s %9s", "", "p50", "p90", "p99", "requests"))
+	for _, r := range percentileRows {
+		p50 := treeNumber(ev, r.path+".p50")
+		if math.IsNaN(p50) {
+			continue
+		}
+		n := treeNumber(ev, r.path+".count")
+		count := units.Number(n)
+		if strings.Contains(r.path, "itl") {
+			count = "" // gaps, not requests
+		}
+		p.line(strings.TrimRight(fmt.Sprintf("  %-14s %8s %8s %8s %9s", r.label, units.Duration(p50), units.Duration(treeNumber(ev, r.path+".p90")),
+			units.Duration(treeNumber(ev, r.path+".p99")), count), " "))
+	}
 }
 
 func (p *printer) clientLine(m advisor.LatencyMap) {

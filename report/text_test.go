@@ -366,3 +366,35 @@ func TestLatencyMapSaysWhatFrontIs(t *testing.T) {
 		t.Errorf("no legend under the latency map:\n%s", out)
 	}
 }
+
+// A request-level source's percentiles are a table on the first screen,
+// the server's beside them where its metrics give them; without one, no
+// table.
+func TestPercentileTable(t *testing.T) {
+	dist := func(p50, p90, p99, n float64) map[string]any {
+		return map[string]any{"p50": p50, "p90": p90, "p99": p99, "count": n}
+	}
+	d := sample()
+	d.Targets[0].Evidence = map[string]any{
+		"service": map[string]any{"client_ttft": dist(0.025, 0.046, 0.088, 240), "client_itl": dist(0.008, 0.008, 0.019, 46256)},
+		"stage":   map[string]any{"ttft": dist(0.02, 0.04, 0.08, 238)},
+	}
+	out := textOf(t, d, 80)
+	for _, want := range []string{
+		"\nLatency percentiles (clients; the server where its metrics say)\n                      p50      p90      p99  requests\n",
+		"\n  TTFT               25ms     46ms     88ms       240\n",
+		"\n  TTFT (server)      20ms     40ms     80ms       238\n",
+		"\n  ITL                 8ms      8ms     19ms\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "E2E") {
+		t.Errorf("a row without numbers:\n%s", out)
+	}
+	d.Targets[0].Evidence = map[string]any{"stage": map[string]any{"ttft": dist(0.02, 0.04, 0.08, 238)}}
+	if out := textOf(t, d, 80); strings.Contains(out, "Latency percentiles") {
+		t.Errorf("a table without a request-level source:\n%s", out)
+	}
+}
