@@ -204,6 +204,14 @@ func (v *Values) Set(f Field, x float64) {
 	reflect.ValueOf(v).Elem().FieldByIndex(f.index).SetFloat(x)
 }
 
+// HowOf is how to obtain the node a path belongs to (a field, or a
+// distribution or gauge as a gap names it); false when the catalogue does
+// not document it.
+func HowOf(path string) (string, bool) {
+	d, ok := docs[Node(path)]
+	return d.how, ok
+}
+
 // Node returns the documented node (a Dist, a Series or a scalar) a path
 // belongs to: "stage.ttft" for "stage.ttft.p99".
 func Node(path string) string {

@@ -401,7 +401,12 @@ func (p *printer) target(t advisor.TargetReport) {
 	}
 	if len(t.Gaps) > 0 {
 		p.section("Could not check")
-		for _, g := range t.Gaps {
+		gaps, engine := engineGaps(t)
+		if len(engine) > 0 {
+			p.wrap("  ", fmt.Sprintf("? %d check%s need the serving engine's metrics, which no source here gives (add --prom URL, or --target URL for its /metrics): %s",
+				len(engine), plural(len(engine)), strings.Join(engine, ", ")))
+		}
+		for _, g := range gaps {
 			var miss []string
 			for _, m := range g.Details {
 				if m.Why == "missing" {
@@ -421,7 +426,7 @@ func (p *printer) target(t advisor.TargetReport) {
 	}
 	for _, sk := range t.Skipped {
 		p.blank()
-		p.wrap("  ", p.st.dim.Render(fmt.Sprintf("%d %s rule(s) skipped: no %s data (%s)", len(sk.Rules), sk.Source, sk.Source, sk.How)))
+		p.wrap("  ", p.st.dim.Render(fmt.Sprintf("%d %s rule%s skipped: no %s data (%s)", len(sk.Rules), sk.Source, plural(len(sk.Rules)), sk.Source, sk.How)))
 	}
 	if len(t.Suppressed) > 0 {
 		p.section("Suppressed")
@@ -566,6 +571,45 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		}
 	}
 	p.wrap("  ", p.st.dim.Render(strings.Join(legend, " · ")))
+}
+
+// engineGaps splits a target's gaps when no engine metrics were read for
+// it (request files or a benchmark alone): the rules that need a number
+// only the engine gives are named on one line instead of one gap each with
+// the same advice. The rest, and every gap of a target with engine
+// metrics, are listed as they are.
+func engineGaps(t advisor.TargetReport) (rest []advisor.Gap, engine []string) {
+	if t.Target.ServedBy != "" {
+		return t.Gaps, nil
+	}
+	grouped := map[string]bool{}
+	for _, g := range t.Gaps {
+		if g.Bounded != "" {
+			continue // quiet by a bound: what it says stays in sight
+		}
+		for _, m := range g.Details {
+			if how, ok := evidence.HowOf(m.Path); ok && !strings.Contains(how, "per-request") && !strings.Contains(how, "benchmark result") {
+				grouped[g.Rule] = true
+			}
+		}
+	}
+	for _, g := range t.Gaps {
+		// A judgement of the whole diagnosis waits on rules: grouped
+		// with them when they all are.
+		all := len(g.Details) > 0 && g.Bounded == ""
+		for _, m := range g.Details {
+			all = all && grouped[m.Path]
+		}
+		if all {
+			grouped[g.Rule] = true
+		}
+		if grouped[g.Rule] {
+			engine = append(engine, g.Rule)
+		} else {
+			rest = append(rest, g)
+		}
+	}
+	return rest, engine
 }
 
 // percentileRows are the latency distributions the percentile table shows:

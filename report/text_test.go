@@ -398,3 +398,42 @@ func TestPercentileTable(t *testing.T) {
 		t.Errorf("a table without a request-level source:\n%s", out)
 	}
 }
+
+// Without engine metrics, the gaps only the engine can close are one line;
+// a gap a request file could close, and one quiet by a bound, stay whole.
+// With engine metrics every gap is listed.
+func TestEngineGapsGroupedWithoutEngine(t *testing.T) {
+	miss := func(rule string, bound string, paths ...string) advisor.Gap {
+		g := advisor.Gap{Rule: rule, Severity: "warning", Missing: paths, Bounded: bound, How: "how " + rule}
+		for _, p := range paths {
+			g.Details = append(g.Details, rules.Missing{Path: p, Why: "missing"})
+		}
+		return g
+	}
+	d := sample()
+	d.Targets[0].Target = evidence.Target{Model: "m"}
+	d.Targets[0].Gaps = []advisor.Gap{
+		miss("kv/saturated", "", "resource.kv_usage", "service.waiting"),
+		miss("queue/batch-full", "", "service.running"),
+		miss("measurement/early-stop", "", "cond.output_max_ratio"),
+		miss("prefill/long-prompt-tail", "the prompts vary little", "stage.prefill", "stage.ttft"),
+		miss("verdict/no-single-bottleneck", "", "kv/saturated", "queue/batch-full"),
+	}
+	out := textOf(t, d, 200)
+	for _, want := range []string{
+		"? 3 checks need the serving engine's metrics, which no source here gives (add --prom URL, or --target URL for its /metrics): kv/saturated, queue/batch-full, verdict/no-single-bottleneck\n",
+		"? measurement/early-stop: needs cond.output_max_ratio\n",
+		"? prefill/long-prompt-tail: needs stage.prefill, stage.ttft\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "how kv/saturated") {
+		t.Errorf("a grouped gap is also listed:\n%s", out)
+	}
+	d.Targets[0].Target.ServedBy = "vllm"
+	if out := textOf(t, d, 200); strings.Contains(out, "need the serving engine's metrics") || !strings.Contains(out, "? kv/saturated: needs") {
+		t.Errorf("gaps grouped although the engine's metrics were read:\n%s", out)
+	}
+}
