@@ -195,7 +195,7 @@ func HTML(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	p := newPage(title, "llmdoctor diagnosis", o)
 	p.Window = windowHTML(d.Window)
 	p.Sources = pageSources(d.Sources)
-	p.Notes = d.Notes
+	p.Notes = withConfig(d.Config, d.Notes)
 	if len(d.Targets) == 0 {
 		p.Empty = "No serving-engine metrics found in the sources: nothing to diagnose."
 	}
@@ -221,7 +221,7 @@ func ChecklistHTML(w io.Writer, c *advisor.Checklist, o Options) error {
 	p.Title = strings.TrimLeft(p.Verdict, "✓✗ ") + " · llmdoctor checklist"
 	p.Window = windowHTML(c.Window)
 	p.Sources = pageSources(c.Sources)
-	p.Notes = c.Notes
+	p.Notes = withConfig(c.Config, c.Notes)
 	if len(c.Targets) == 0 {
 		p.Empty = "No serving-engine metrics found in the sources: nothing to check."
 	}
@@ -261,6 +261,15 @@ func ChecklistHTML(w io.Writer, c *advisor.Checklist, o Options) error {
 		p.Checklist = append(p.Checklist, pc)
 	}
 	return pages.ExecuteTemplate(w, "page", p)
+}
+
+// withConfig puts the configuration file the rules ran with before the
+// notes: its suppressions and overrides shape what the page says.
+func withConfig(file string, notes []string) []string {
+	if file == "" {
+		return notes
+	}
+	return append([]string{"rules configured by " + file}, notes...)
 }
 
 // HTMLIndex writes serve's index page: every target with its latest verdict.

@@ -323,3 +323,19 @@ func TestHTMLLatencyBarAddsUp(t *testing.T) {
 		}
 	}
 }
+
+// The page and the text name the configuration file the rules ran with.
+func TestReportsNameTheConfigFile(t *testing.T) {
+	d := sample()
+	d.Config = "llmdoctor.yaml"
+	var page bytes.Buffer
+	if err := HTML(&page, d, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "rules configured by llmdoctor.yaml") {
+		t.Errorf("the page does not name the config file")
+	}
+	if out := textOf(t, d, 80); !strings.Contains(out, "\n  config llmdoctor.yaml\n") {
+		t.Errorf("the text does not name the config file:\n%s", out)
+	}
+}
