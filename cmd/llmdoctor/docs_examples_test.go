@@ -386,6 +386,13 @@ func TestReadmeProseExamplesRun(t *testing.T) {
 		sc, _ := sim.Load("healthy")
 		outputs = append(outputs, runs(t, ran, "diagnose", "--format", "json", "--vllm", serveStepped(t, sc), "--vllm", serveStepped(t, sc),
 			"--scrapes", "4", "--interval", "1ms"))
+		// A configuration file is named; the checklist has its own counts.
+		cfgFile := filepath.Join(t.TempDir(), "llmdoctor.yaml")
+		if err := os.WriteFile(cfgFile, []byte("min_share: 0.2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, runs(t, ran, append([]string{"diagnose", "--format", "json", "--config", cfgFile}, example("queueing")...)...),
+			runs(t, []int{0, 1}, append([]string{"checklist", "--format", "json"}, example("queueing")...)...))
 		for _, o := range outputs {
 			var v any
 			json.Unmarshal([]byte(o), &v)
