@@ -27,7 +27,7 @@ type promFlags struct {
 func (p *promFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&p.url, "prom", "", "Prometheus-compatible API to query (Prometheus, Thanos, Mimir, VictoriaMetrics)")
 	f.DurationVar(&p.window, "window", 15*time.Minute, "with --prom: how much history to diagnose")
-	f.StringVar(&p.end, "end", "", "with --prom: end of the window, RFC 3339 or Unix seconds (default now)")
+	f.StringVar(&p.end, "end", "", "with --prom: end of the window: now, now-2h, RFC 3339 or Unix seconds")
 	f.DurationVar(&p.step, "step", 0, "with --prom: resolution of gauges over the window (default window/60, at least 15s)")
 	f.StringVar(&p.selector, "selector", "", `with --prom: label matchers added to every query, e.g. namespace="prod"`)
 	f.StringVar(&p.tokenFile, "prom-token-file", "", "file holding a bearer token (- for stdin; or set LLMDOCTOR_PROM_TOKEN)")
@@ -41,18 +41,33 @@ func (p *promFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&p.parallel, "prom-parallel", prom.DefaultParallel, "queries in flight at once (the histograms are spread over as many)")
 }
 
-// parseEnd reads RFC 3339 or Unix seconds.
-func parseEnd(s string) (time.Time, error) {
-	if s == "" {
-		return time.Now(), nil
+// parseEnd reads now, now minus a duration (now-2h, now-90m, now-1d),
+// RFC 3339 or Unix seconds; "" is now.
+func parseEnd(s string, now time.Time) (time.Time, error) {
+	bad := fmt.Errorf("--end %q: want now, now-2h, RFC 3339 (2026-11-30T12:00:00Z) or Unix seconds", s)
+	if s == "" || s == "now" {
+		return now, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "now-"); ok {
+		d, err := time.ParseDuration(rest)
+		if days, ok := strings.CutSuffix(rest, "d"); ok && err != nil {
+			n, e := strconv.Atoi(days)
+			d, err = time.Duration(n)*24*time.Hour, e
+		}
+		if err != nil || d <= 0 {
+			return time.Time{}, bad
+		}
+		return now.Add(-d), nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
+	// Unix seconds after 1970, within what nanoseconds in an int64 hold
+	// (ParseFloat also takes NaN and Inf).
+	if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 && f < 9e9 {
 		return time.Unix(0, int64(f*1e9)), nil
 	}
-	return time.Time{}, fmt.Errorf("--end %q: want RFC 3339 (2026-11-30T12:00:00Z) or Unix seconds", s)
+	return time.Time{}, bad
 }
 
 func (p *promFlags) connection() (prom.Connection, error) {
@@ -82,7 +97,7 @@ func (p *promFlags) connection() (prom.Connection, error) {
 // source is the Prometheus source the flags describe. The window's own
 // checks are diagnosis.Sources.Validate's; here only what cannot be parsed.
 func (p *promFlags) source() (*diagnosis.PromSource, error) {
-	end, err := parseEnd(p.end)
+	end, err := parseEnd(p.end, time.Now())
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
