@@ -124,9 +124,16 @@ var readmeUsage = map[string]func(t *testing.T){
 			t.Errorf("verdict %+v", p)
 		}
 	},
-	`llmdoctor diagnose --log vllm.log | --bench run.json | --requests requests.jsonl   (alone or beside a metrics source)`: func(t *testing.T) {
+	`llmdoctor diagnose --log vllm.log                (a metrics source of its own: not beside --prom, --target or --snapshot)`: func(t *testing.T) {
 		logFile := filepath.Join("..", "..", "collectors", "logs", "testdata", "v1-kv-full.log")
-		for _, src := range [][]string{{"--log", logFile}, {"--bench", benchFile("bench-detailed.json")}, {"--requests", benchFile("requests.jsonl")}} {
+		diagnoseJSON(t, "--log", logFile)
+		args := append([]string{"diagnose", "--log", logFile}, example("queueing")...)
+		if code, _, stderr := runCLI(t, args...); code != 2 || !strings.Contains(stderr, "one kind of metrics source") {
+			t.Errorf("--log beside snapshots: exit %d, %q; want 2 and one kind of metrics source", code, stderr)
+		}
+	},
+	`llmdoctor diagnose --bench run.json | --requests requests.jsonl   (alone or beside a metrics source)`: func(t *testing.T) {
+		for _, src := range [][]string{{"--bench", benchFile("bench-detailed.json")}, {"--requests", benchFile("requests.jsonl")}} {
 			diagnoseJSON(t, src...)
 		}
 		beside := diagnoseJSON(t, append(example("queueing"), "--bench", benchFile("bench-detailed.json"))...)
