@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/internal/redact"
+	"github.com/llmdoctor/llmdoctor/internal/useragent"
 )
 
 // Connection says how to reach the API. Secrets (token, password) come from
@@ -100,6 +101,7 @@ type authTransport struct {
 func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.URL.User = nil
+	r.Header.Set("User-Agent", useragent.String)
 	for k, v := range t.conn.Headers {
 		r.Header.Set(k, v)
 	}

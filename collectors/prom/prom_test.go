@@ -102,11 +102,15 @@ func TestWarningsBecomeNotes(t *testing.T) {
 	}
 }
 
-// Secrets reach the server and never an error message.
+// Secrets reach the server and never an error message; every request
+// says it is llmdoctor's.
 func TestSecretsStayOutOfErrors(t *testing.T) {
 	const token, password = "s3cr3t-t0ken-value", "hunter2-password"
-	var sawBearer, sawBasic, sawTenant atomic.Bool
+	var sawBearer, sawBasic, sawTenant, sawAgent atomic.Bool
 	url := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.UserAgent(), "llmdoctor/") {
+			sawAgent.Store(true)
+		}
 		if r.Header.Get("Authorization") == "Bearer "+token {
 			sawBearer.Store(true)
 		}
@@ -133,6 +137,9 @@ func TestSecretsStayOutOfErrors(t *testing.T) {
 				t.Fatalf("error leaks a secret: %v", err)
 			}
 		}
+	}
+	if !sawAgent.Load() {
+		t.Error("no llmdoctor/VERSION User-Agent reached Prometheus")
 	}
 	if !sawBearer.Load() || !sawBasic.Load() || !sawTenant.Load() {
 		t.Fatalf("credentials not sent: bearer %v basic %v tenant %v", sawBearer.Load(), sawBasic.Load(), sawTenant.Load())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
+	"github.com/llmdoctor/llmdoctor/internal/useragent"
 )
 
 // maxBody bounds one scrape; vLLM's /metrics is well under a megabyte.
@@ -49,6 +50,7 @@ func Fetch(ctx context.Context, c *http.Client, u string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%s: %s", name, redact.String(err.Error()))
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
+	req.Header.Set("User-Agent", useragent.String)
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach %s: %s", name, redact.String(netReason(err)))

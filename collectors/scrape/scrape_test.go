@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,7 +159,9 @@ func TestScrapeOverHTTPMatchesSnapshots(t *testing.T) {
 	sc, _ := expogen.ByName("queueing")
 	start, end := expogen.Snapshots(sc, expogen.V1)
 	var n atomic.Int32
+	var agents sync.Map
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents.Store(r.UserAgent(), true)
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		if n.Add(1) == 1 {
 			w.Write([]byte(start))
@@ -172,6 +175,12 @@ func TestScrapeOverHTTPMatchesSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	agents.Range(func(k, _ any) bool {
+		if !strings.HasPrefix(k.(string), "llmdoctor/") {
+			t.Errorf("User-Agent %q", k)
+		}
+		return true
+	})
 	live := engine.Build(w, engine.Options{})[0].Values
 	dir := t.TempDir()
 	os.WriteFile(dir+"/a.prom", []byte(start), 0o644)
