@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -114,9 +117,30 @@ func newRulesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			for _, r := range append(append([]*rules.Rule{}, set.Rules...), items...) {
-				fmt.Fprintf(w, "%-32s %-8s %-20s %s\n", r.ID, r.Sev, r.Bottleneck, r.Title)
+			// A table with a header, as kubectl lists; on a terminal the
+			// titles are cut to its width, piped they are whole.
+			out := cmd.OutOrStdout()
+			width := 0
+			if f, ok := out.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+				if cols, _, err := term.GetSize(f.Fd()); err == nil {
+					width = max(cols, minWidth)
+				}
+			}
+			all := append(append([]*rules.Rule{}, set.Rules...), items...)
+			idW, bnW := len("RULE"), len("BOTTLENECK")
+			for _, r := range all {
+				idW, bnW = max(idW, len(r.ID)), max(bnW, len(r.Bottleneck))
+			}
+			row := func(id, sev, bn, title string) {
+				line := fmt.Sprintf("%-*s  %-8s  %-*s  %s", idW, id, sev, bnW, bn, title)
+				if width > 0 && ansi.StringWidth(line) > width {
+					line = ansi.Truncate(line, width, "…")
+				}
+				fmt.Fprintln(out, line)
+			}
+			row("RULE", "SEVERITY", "BOTTLENECK", "TITLE")
+			for _, r := range all {
+				row(r.ID, r.Sev.String(), r.Bottleneck, r.Title)
 			}
 			return nil
 		}}
