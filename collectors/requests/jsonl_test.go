@@ -18,39 +18,10 @@ import (
 	"github.com/valyala/fastjson/fastfloat"
 )
 
-// oldReadRequests is ReadRequests as it was when JSONL was read one line
-// at a time on one goroutine, kept as the oracle of the parallel reader.
+// oldReadRequests is ReadRequests with JSONL read as it was, one line at a
+// time on one goroutine: the oracle of the parallel reader.
 func oldReadRequests(r io.Reader, from string) (*Accumulator, []string, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
-	if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
-		br.Discard(len(bom))
-	}
-	head, _ := br.Peek(64 << 10)
-	head = bytes.TrimLeft(head, " \t\r\n")
-	if len(head) == 0 {
-		return nil, nil, fmt.Errorf("%s: empty request file", from)
-	}
-	if err := notRequests(head, from); err != nil {
-		return nil, nil, err
-	}
-	a := NewAccumulator()
-	var err error
-	if head[0] == '{' {
-		err = oldReadJSONL(br, a, from)
-	} else {
-		err = readCSV(br, a, from)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	notes, err := a.finish(from, "requests")
-	if err != nil {
-		return nil, nil, err
-	}
-	if !a.Exact() {
-		notes = append(notes, fmt.Sprintf("%d requests: quantiles come from a sketch, within %.0f%% of the exact value", a.Requests(), SketchAccuracy*100))
-	}
-	return a, notes, nil
+	return readRequests(r, from, oldReadJSONL)
 }
 
 func oldReadJSONL(br *bufio.Reader, a *Accumulator, from string) error {

@@ -335,6 +335,12 @@ func summary(m map[string]json.RawMessage) map[string]evidence.Dist {
 // a bad optional field is dropped from a row that is kept. A file whose
 // times are in the wrong unit, or whose rows are mostly bad, is refused.
 func ReadRequests(r io.Reader, from string) (*Accumulator, []string, error) {
+	return readRequests(r, from, func(br *bufio.Reader, a *Accumulator, from string) error { return readJSONL(br, a, from) })
+}
+
+// readRequests is ReadRequests with its JSONL reader given, so that a test
+// can hold the parallel reader to the sequential one on everything else.
+func readRequests(r io.Reader, from string, jsonl func(*bufio.Reader, *Accumulator, string) error) (*Accumulator, []string, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
 		br.Discard(len(bom))
@@ -350,7 +356,7 @@ func ReadRequests(r io.Reader, from string) (*Accumulator, []string, error) {
 	a := NewAccumulator()
 	var err error
 	if head[0] == '{' {
-		err = readJSONL(br, a, from)
+		err = jsonl(br, a, from)
 	} else {
 		err = readCSV(br, a, from)
 	}
