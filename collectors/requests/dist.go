@@ -41,7 +41,24 @@ type sketchFast struct {
 	min, max float64 // the mapping's indexable range
 }
 
-func (d *dist) add(x float64) {
+func (d *dist) add(x float64) { d.addBin(x, binUnknown) }
+
+// binUnknown: a value's sketch bin is not known beforehand.
+const binUnknown = math.MinInt
+
+// sketchBin is the bin addSketch puts x in, binUnknown when it is not one
+// of the positive store's; m is the mapping newSketch makes.
+func sketchBin(m *mapping.CubicallyInterpolatedMapping, x float64) int {
+	x = math.Max(x, 1e-9)
+	if x > m.MinIndexableValue() && x <= m.MaxIndexableValue() {
+		return m.Index(x)
+	}
+	return binUnknown
+}
+
+// addBin is add, with x's sketch bin when it was found beforehand (gap
+// workers do, off the tokenizer's core).
+func (d *dist) addBin(x float64, bin int) {
 	if !evidence.Present(x) || x < 0 {
 		return
 	}
@@ -62,6 +79,10 @@ func (d *dist) add(x float64) {
 		d.exact = nil
 		return
 	}
+	if bin != binUnknown {
+		d.fast.pos.Add(bin)
+		return
+	}
 	d.addSketch(x)
 }
 
@@ -69,13 +90,18 @@ func (d *dist) add(x float64) {
 // accuracy without a math.Log per value (the default mapping's cost); a
 // dense store is a plain array of the few thousand bins latencies need.
 func newSketch() (*ddsketch.DDSketch, sketchFast) {
+	m := sketchMapping()
+	pos := store.NewDenseStore()
+	return ddsketch.NewDDSketch(m, pos, store.NewDenseStore()),
+		sketchFast{m: m, pos: pos, min: m.MinIndexableValue(), max: m.MaxIndexableValue()}
+}
+
+func sketchMapping() *mapping.CubicallyInterpolatedMapping {
 	m, err := mapping.NewCubicallyInterpolatedMapping(SketchAccuracy)
 	if err != nil {
 		panic(err) // SketchAccuracy is a valid constant
 	}
-	pos := store.NewDenseStore()
-	return ddsketch.NewDDSketch(m, pos, store.NewDenseStore()),
-		sketchFast{m: m, pos: pos, min: m.MinIndexableValue(), max: m.MaxIndexableValue()}
+	return m
 }
 
 // addSketch: DDSketch covers positive values; zero is its own bucket.

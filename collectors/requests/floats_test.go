@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand"
@@ -66,5 +67,30 @@ func TestParseLong(t *testing.T) {
 	}
 	if n < 100000 {
 		t.Fatalf("only %d of %d tokens converted", n, len(toks))
+	}
+}
+
+// The eight-digit step reads what a digit at a time reads, and refuses any
+// byte that is not a digit.
+func TestEightDigits(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for range 100000 {
+		var b [8]byte
+		want, digits := uint64(0), true
+		for k := range b {
+			b[k] = byte('0' + r.Intn(10))
+			if r.Intn(20) == 0 {
+				b[k] = byte(r.Intn(256))
+			}
+			digits = digits && isDigit(b[k])
+			want = want*10 + uint64(b[k]-'0')
+		}
+		v := binary.LittleEndian.Uint64(b[:])
+		if eightDigits(v) != digits {
+			t.Fatalf("%q: eightDigits %v", b, !digits)
+		}
+		if digits && eightDigitsValue(v) != want {
+			t.Fatalf("%q: %d, want %d", b, eightDigitsValue(v), want)
+		}
 	}
 }

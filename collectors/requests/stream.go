@@ -165,6 +165,11 @@ type stream struct {
 	total int64
 	depth int  // containers open, for encoding/json's nesting limit
 	keep  bool // keep the ITL gaps (itlColumn)
+
+	// pending is a read that failed ahead of the tokenizer (gapsParallel
+	// reads ahead): raised when the tokenizer needs more input, where a
+	// read one chunk at a time would have met it.
+	pending *abort
 }
 
 // readRuns reads the document and returns its last run (nil for a run that
@@ -188,6 +193,9 @@ func readRuns(r io.Reader, from string, keep bool) (run *benchRun, runs int, err
 // more reads the next chunk, keeping the unconsumed bytes and any token or
 // capture in progress; false at the end of the input.
 func (s *stream) more() bool {
+	if s.pending != nil {
+		panic(*s.pending)
+	}
 	if s.eof {
 		return false
 	}
@@ -864,6 +872,91 @@ func (s *stream) nonNumber(depth int, deepest *int) float64 {
 	return math.NaN()
 }
 
+// fastLookahead is how many unread bytes fastElement needs: a number it
+// takes and what follows it always fit, so it never refills the buffer.
+const fastLookahead = 64
+
+// fastElement reads the commonest array element of a bench result, a plain
+// decimal and what follows it (", " or "]"), in one pass: digits scanned
+// once and converted by Eisel–Lemire, which is exact whenever it answers,
+// so the value is finite's. ok is false, nothing consumed, for anything
+// else (exponents, zero, long or odd numbers, the end of the buffer near,
+// malformed input): the general path reads it and words any error.
+func (s *stream) fastElement() (x float64, end, ok bool) {
+	if s.n-s.i < fastLookahead {
+		return 0, false, false
+	}
+	b := s.buf[s.i : s.i+fastLookahead]
+	i, neg := 0, false
+	if b[0] == '-' {
+		i, neg = 1, true
+	}
+	var man uint64
+	nd, exp10 := 0, 0
+	switch c := b[i]; {
+	case c == '0':
+		i++
+	case '1' <= c && c <= '9':
+		for ; '0' <= b[i] && b[i] <= '9'; i++ { // b ends in lookahead: bounded below
+			if i >= 40 {
+				return 0, false, false
+			}
+			man = man*10 + uint64(b[i]-'0')
+			nd++
+		}
+	default:
+		return 0, false, false
+	}
+	if b[i] == '.' {
+		i++
+		start := i
+		for ; '0' <= b[i] && b[i] <= '9'; i++ {
+			if i >= 40 {
+				return 0, false, false
+			}
+			if nd > 0 || b[i] != '0' {
+				man = man*10 + uint64(b[i]-'0')
+				nd++
+			}
+		}
+		if i == start {
+			return 0, false, false
+		}
+		exp10 = start - i
+	}
+	if nd == 0 || nd > 19 {
+		return 0, false, false
+	}
+	if b[i] == 'e' || b[i] == 'E' { // ("01" stopped at 1 with nd == 0 above)
+		return 0, false, false
+	}
+	x, ok = eiselLemire64(man, exp10, neg)
+	if !ok {
+		return 0, false, false
+	}
+	for i < fastLookahead-8 && isSpace(b[i]) {
+		i++
+	}
+	switch b[i] {
+	case ',':
+		i++
+		for i < fastLookahead-8 && isSpace(b[i]) {
+			i++
+		}
+		if isSpace(b[i]) {
+			return 0, false, false
+		}
+	case ']':
+		i++
+		s.depth--
+		end = true
+	default:
+		return 0, false, false
+	}
+	s.i += i
+	return x, end, true
+}
+
 // floats reads a per-request array of numbers into col; an entry that is
 // not a finite number is NaN. null reads as absent; anything else than an
 // array (or one nested deeper than fastjson reads) is not ok.
@@ -910,7 +1003,11 @@ func (s *stream) itls(col *itlColumn) {
 	}
 	deepest := 1
 	n := uint32(0)
+	par := gapsInParallel(col.keep)
 	for {
+		if par.try() {
+			par.entries(s, col, &n)
+		}
 		bad := false
 		col.cur = col.cur[:0]
 		switch c := s.next(); c {
@@ -919,10 +1016,14 @@ func (s *stream) itls(col *itlColumn) {
 				break
 			}
 			for {
-				x := s.numberOr(3, &deepest)
+				x, end, ok := s.fastElement()
+				if !ok {
+					x = s.numberOr(3, &deepest)
+					end = s.endElement()
+				}
 				bad = bad || math.IsNaN(x)
 				col.cur = append(col.cur, x)
-				if s.endElement() {
+				if end {
 					break
 				}
 			}
@@ -932,18 +1033,7 @@ func (s *stream) itls(col *itlColumn) {
 			deepest = max(deepest, s.value(2))
 			bad = true
 		}
-		n += uint32(len(col.cur))
-		if col.keep {
-			col.gaps = append(col.gaps, col.cur...)
-		} else {
-			bad = bad || badGaps(col.cur)
-			col.sums = append(col.sums, sum(col.cur))
-			if !bad {
-				col.stream(col.cur)
-			}
-		}
-		col.bad = append(col.bad, bad)
-		col.off = append(col.off, n)
+		col.add(col.cur, nil, bad, &n)
 		if s.endElement() {
 			break
 		}
@@ -954,14 +1044,36 @@ func (s *stream) itls(col *itlColumn) {
 	}
 }
 
+// add records one entry: its gaps (with their sketch bins, when known),
+// and bad when it held something other than finite numbers; n counts the
+// gaps so far.
+func (c *itlColumn) add(gaps []float64, bins []int, bad bool, n *uint32) {
+	*n += uint32(len(gaps))
+	if c.keep {
+		c.gaps = append(c.gaps, gaps...)
+	} else {
+		bad = bad || badGaps(gaps)
+		c.sums = append(c.sums, sum(gaps))
+		if !bad {
+			c.stream(gaps, bins)
+		}
+	}
+	c.bad = append(c.bad, bad)
+	c.off = append(c.off, *n)
+}
+
 // stream adds one request's gaps as take and Add would: positive ones to
 // the unit sample, all to the distribution.
-func (c *itlColumn) stream(gaps []float64) {
-	for _, x := range gaps {
+func (c *itlColumn) stream(gaps []float64, bins []int) {
+	for k, x := range gaps {
 		if x > 0 {
 			c.sample.add(x)
 		}
-		c.dist.add(x)
+		if bins != nil {
+			c.dist.addBin(x, bins[k])
+		} else {
+			c.dist.add(x)
+		}
 	}
 }
 

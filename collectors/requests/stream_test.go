@@ -88,11 +88,47 @@ func sameBits(a, b reflect.Value, path string) error {
 // reader, when given, to vary how the bytes arrive) and says how they differ.
 func sameRead(in []byte, wrap func(io.Reader) io.Reader) error {
 	oa, on, oerr := oldReadBench(bytes.NewReader(in), "b.json")
-	var r io.Reader = bytes.NewReader(in)
-	if wrap != nil {
-		r = wrap(r)
+	open := func(seekable bool) io.Reader {
+		br := bytes.NewReader(in)
+		if wrap == nil {
+			return br
+		}
+		if seekable { // as a file is: gaps are streamed only then
+			return struct {
+				io.Reader
+				io.Seeker
+			}{wrap(br), br}
+		}
+		return wrap(br)
 	}
-	na, nn, nerr := ReadBench(r, "b.json")
+	restore := setGapWorkers(1, gapChunkSize)
+	na, nn, nerr := ReadBench(open(false), "b.json")
+	restore()
+	if err := sameResult(oa, on, oerr, na, nn, nerr); err != nil {
+		return err
+	}
+	// Streamed, the gaps read by the tokenizer alone, then by workers in
+	// chunks cut at every entry, at a few dozen bytes and at the default.
+	for _, g := range []struct{ workers, size int }{{1, gapChunkSize}, {2, 1}, {3, 37}, {2, gapChunkSize}} {
+		restore := setGapWorkers(g.workers, g.size)
+		pa, pn, perr := ReadBench(open(true), "b.json")
+		restore()
+		if err := sameResult(oa, on, oerr, pa, pn, perr); err != nil {
+			return fmt.Errorf("gaps streamed, %d workers, chunks of %d bytes: %w", g.workers, g.size, err)
+		}
+	}
+	return nil
+}
+
+// setGapWorkers sets how the gaps are read in parallel; the returned func
+// restores it.
+func setGapWorkers(workers, size int) func() {
+	w, c := gapWorkers, gapChunkSize
+	gapWorkers, gapChunkSize = func() int { return workers }, size
+	return func() { gapWorkers, gapChunkSize = w, c }
+}
+
+func sameResult(oa *Accumulator, on []string, oerr error, na *Accumulator, nn []string, nerr error) error {
 	switch {
 	case (oerr == nil) != (nerr == nil):
 		return fmt.Errorf("old error %v, new error %v", oerr, nerr)
@@ -228,6 +264,11 @@ func genBench(r *rand.Rand) []byte {
 			b.WriteString([]string{"NaN", "Infinity", "-Infinity", "null", `"x"`, `"Infinity"`, "true", "[]", "{}", "1e400", "-0", "0"}[r.Intn(12)])
 		case k == 1:
 			fmt.Fprintf(&b, "%g", -r.Float64()*scale)
+		case k == 3: // edges of the one-pass decimal reader (fastElement)
+			b.WriteString([]string{"0.0000000000000000000000000000000000000000123", "123456789012345678901234.5",
+				"0.1000000000000000000000", "0.12345678901234567890", "1234567890123456789", "12345678901234567890",
+				"-0.0", "0.0", "1E5", "1e-7", "5.0", "-5", "7", "0.000000000000000000000000000000000000000000000001",
+				"9007199254740993", "0.30000000000000004", "1.7976931348623157", "4.9406564584124654"}[r.Intn(18)])
 		case k == 2:
 			fmt.Fprintf(&b, "%e", r.Float64()*scale)
 		case k < 20:
@@ -404,7 +445,7 @@ func mutate(r *rand.Rand, in []byte) []byte {
 
 // TestBenchStreamSameOnRandom: generated documents, whole, appended, damaged.
 func TestBenchStreamSameOnRandom(t *testing.T) {
-	n := 1000
+	n := 500 // each read five ways (sameRead)
 	if testing.Short() {
 		n = 200
 	}
@@ -440,15 +481,37 @@ func TestBenchStreamSameOnLarge(t *testing.T) {
 // A read error, wherever it comes, is what the old reader said.
 func TestBenchStreamReadError(t *testing.T) {
 	doc := []byte(benchJSON(30, nil))
-	for _, n := range []int{0, 1, 10, len(doc) / 2, len(doc)} {
-		oldR := io.MultiReader(bytes.NewReader(doc[:n]), iotest.ErrReader(errors.New("disk on\nfire")))
-		newR := io.MultiReader(bytes.NewReader(doc[:n]), iotest.ErrReader(errors.New("disk on\nfire")))
-		_, _, oerr := oldReadBench(oldR, "b.json")
-		_, _, nerr := ReadBench(newR, "b.json")
-		if oerr == nil || nerr == nil || oerr.Error() != nerr.Error() {
-			t.Fatalf("at %d: old %v, new %v", n, oerr, nerr)
+	// Gap workers read ahead of the tokenizer: the error still comes where
+	// the tokenizer meets it.
+	for _, g := range []struct{ workers, size int }{{1, gapChunkSize}, {2, 1}, {2, 64}} {
+		restore := setGapWorkers(g.workers, g.size)
+		for n := 0; n <= len(doc); n += 1 + n/50 {
+			oldR := io.MultiReader(bytes.NewReader(doc[:n]), &errOnce{})
+			// Seekable, as a file is: only then are the gaps streamed.
+			newR := struct {
+				io.Reader
+				io.Seeker
+			}{io.MultiReader(bytes.NewReader(doc[:n]), &errOnce{}), bytes.NewReader(nil)}
+			_, _, oerr := oldReadBench(oldR, "b.json")
+			_, _, nerr := ReadBench(newR, "b.json")
+			if oerr == nil || nerr == nil || oerr.Error() != nerr.Error() {
+				t.Fatalf("%d workers, chunks of %d, error at %d: old %v, new %v", g.workers, g.size, n, oerr, nerr)
+			}
 		}
+		restore()
 	}
+}
+
+// errOnce fails its first read and is at its end after that, as a reader
+// may be: the error must be kept, not met again.
+type errOnce struct{ failed bool }
+
+func (e *errOnce) Read([]byte) (int, error) {
+	if e.failed {
+		return 0, io.EOF
+	}
+	e.failed = true
+	return 0, errors.New("disk on\nfire")
 }
 
 // spaces is an endless run of blanks after a document.
