@@ -2,7 +2,9 @@ package requests
 
 import (
 	"math"
+	"math/rand"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 
@@ -189,6 +191,35 @@ func TestSchemaIndex(t *testing.T) {
 			if k, ms := schemaIndex([]byte(f.msKey)); k != i || !ms {
 				t.Errorf("%s: %d %v", f.msKey, k, ms)
 			}
+		}
+	}
+}
+
+// median by selection is the sorted quantile, on random, tied, tiny and
+// NaN-holding inputs.
+func TestMedianIsSortedQuantile(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	for i := range 3000 {
+		n := 1 + r.Intn(200)
+		s := make([]float64, n)
+		for j := range s {
+			switch i % 4 {
+			case 0:
+				s[j] = r.NormFloat64()
+			case 1:
+				s[j] = float64(r.Intn(3)) // ties
+			case 2:
+				s[j] = float64(j) // sorted already
+			default:
+				s[j] = []float64{r.Float64(), math.Inf(1), math.Inf(-1), math.NaN(), 0, math.Copysign(0, -1)}[r.Intn(6)]
+			}
+		}
+		want := append([]float64(nil), s...)
+		sort.Float64s(want)
+		w := quantile(want, 0.5)
+		got := median(s)
+		if got != w && !(math.IsNaN(got) && math.IsNaN(w)) { // (±0 tie in either order)
+			t.Fatalf("case %d: median %v, sorted quantile %v (%v)", i, got, w, want)
 		}
 	}
 }
