@@ -389,11 +389,15 @@ func (a *Accumulator) Skipped() map[string]int {
 }
 
 // sample is a reservoir of values: enough for a median, memory bounded.
+// Once full it skips ahead by Li's Algorithm L (a random draw per kept
+// value, not per value seen: millions of gaps pass through it).
 type sample struct {
 	vals   []float64
 	seen   int
 	sorted bool
 	rng    *rand.Rand
+	w      float64 // Algorithm L's running weight
+	next   int     // the value (by seen) to keep next
 }
 
 const sampleSize = 4096
@@ -406,12 +410,31 @@ func newSample(seed int64) sample { return sample{rng: rand.New(rand.NewSource(s
 
 func (s *sample) add(x float64) {
 	s.seen++
-	s.sorted = false
 	if len(s.vals) < sampleSize {
+		s.sorted = false
 		s.vals = append(s.vals, x)
-	} else if j := s.rng.Intn(s.seen); j < sampleSize {
-		s.vals[j] = x
+		if len(s.vals) == sampleSize {
+			s.w = 1
+			s.skip()
+		}
+		return
 	}
+	if s.seen == s.next {
+		s.sorted = false
+		s.vals[s.rng.Intn(sampleSize)] = x
+		s.skip()
+	}
+}
+
+// skip draws which value the reservoir keeps next.
+func (s *sample) skip() {
+	u := func() float64 { return 1 - s.rng.Float64() } // (0, 1]: a log of it is finite
+	s.w *= math.Exp(math.Log(u()) / sampleSize)
+	gap := 0.0
+	if s.w < 1 {
+		gap = math.Floor(math.Log(u()) / math.Log1p(-s.w))
+	}
+	s.next = s.seen + 1 + int(min(gap, 1<<40))
 }
 
 func (s *sample) n() int { return s.seen }

@@ -365,3 +365,55 @@ func TestEmptyKey(t *testing.T) {
 		t.Fatalf("empty key read as %s", schema[i].key)
 	}
 }
+
+// The reservoir keeps a uniform sample of what passed through it, late
+// values as likely as early ones, and everything while it is not full.
+func TestSampleUniform(t *testing.T) {
+	s := newSample(1)
+	for i := range sampleSize {
+		s.add(float64(i))
+	}
+	if s.n() != sampleSize || len(s.vals) != sampleSize || s.vals[sampleSize-1] != sampleSize-1 {
+		t.Fatalf("a full reservoir lost values: %d kept of %d", len(s.vals), s.n())
+	}
+	const n = 2_000_000
+	var deciles [10]int
+	var mean float64
+	// A uniform reservoir takes value t with chance size/t once full: it
+	// takes size·(H(n) − H(size)) values in all, give or take its root.
+	want := 0.0
+	for i := sampleSize + 1; i <= n; i++ {
+		want += float64(sampleSize) / float64(i)
+	}
+	for seed := range int64(5) {
+		s := newSample(seed)
+		taken := 0
+		for i := range n {
+			next := s.next
+			s.add(float64(i))
+			if s.next != next && i >= sampleSize {
+				taken++
+			}
+		}
+		if math.Abs(float64(taken)-want) > 5*math.Sqrt(want) {
+			t.Errorf("seed %d: the full reservoir took %d values, want %.0f ± %.0f", seed, taken, want, math.Sqrt(want))
+		}
+		if len(s.vals) != sampleSize || s.n() != n {
+			t.Fatalf("kept %d of %d", len(s.vals), s.n())
+		}
+		for _, v := range s.vals {
+			deciles[int(v)*10/n]++
+			mean += v / n / sampleSize / 5
+		}
+	}
+	// 5 × 4096 draws: a decile's count is 2048 ± 43 (binomial σ); the
+	// mean is 0.5 ± 0.002.
+	for k, c := range deciles {
+		if c < 2048-5*43 || c > 2048+5*43 {
+			t.Errorf("decile %d holds %d of %d", k, c, 5*sampleSize)
+		}
+	}
+	if math.Abs(mean-0.5) > 0.01 {
+		t.Errorf("mean position %.4f, want 0.5", mean)
+	}
+}
