@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"maps"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 
@@ -34,9 +36,16 @@ func (s *Set) Get(id string) (*Rule, bool) { r, ok := s.byID[id]; return r, ok }
 var idPattern = regexp.MustCompile(`^[a-z0-9-]+/[a-z0-9-]+$`)
 
 // LoadFS loads every *.yaml rule file under root (fixture folders excluded).
+// Files are parsed and compiled on every core (compiling the expressions is
+// most of a command's start); rules and errors keep the files' order.
 func LoadFS(fsys fs.FS, root string, builtIn bool) ([]*Rule, error) {
-	var out []*Rule
-	var errs []error
+	type file struct {
+		path string
+		data []byte
+		rule *Rule
+		err  error
+	}
+	var files []*file
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -51,17 +60,35 @@ func LoadFS(fsys fs.FS, root string, builtIn bool) ([]*Rule, error) {
 		if err != nil {
 			return err
 		}
-		r, err := Parse(p, data)
-		if err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		r.BuiltIn = builtIn
-		out = append(out, r)
+		files = append(files, &file{path: p, data: data})
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	next := make(chan *file, len(files))
+	for _, f := range files {
+		next <- f
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for f := range next {
+				f.rule, f.err = Parse(f.path, f.data)
+			}
+		})
+	}
+	wg.Wait()
+	var out []*Rule
+	var errs []error
+	for _, f := range files {
+		if f.err != nil {
+			errs = append(errs, f.err)
+			continue
+		}
+		f.rule.BuiltIn = builtIn
+		out = append(out, f.rule)
 	}
 	return out, errors.Join(errs...)
 }
