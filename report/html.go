@@ -422,7 +422,7 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 	for _, sk := range t.Skipped {
 		pt.Skipped = append(pt.Skipped, fmt.Sprintf("%d %s rule(s) skipped: no %s data (%s)", len(sk.Rules), sk.Source, sk.Source, sk.How))
 	}
-	pt.SuppressedLine = suppressedLine(t)
+	pt.SuppressedLine = suppressedLine(t, true)
 	for _, f := range t.Suppressed {
 		pt.Suppressed = append(pt.Suppressed, f.Rule+": "+f.Suppressed)
 	}

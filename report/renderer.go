@@ -36,6 +36,9 @@ type Options struct {
 	Color string
 	// Width of a text report; 80 when zero.
 	Width int
+	// Details: a text diagnosis in full (every finding with its evidence,
+	// sources and docs, every gap, the curves); else its first screen.
+	Details bool
 	// IsTerminal tells auto whether the writer is a terminal.
 	IsTerminal bool
 	// Nav are links an HTML page shows above the report (serve's pages).

@@ -16,7 +16,7 @@ func TestSourceNotes(t *testing.T) {
 			Notes: []string{"3 of 10 rows skipped: 3 zero or negative latency (first line 4: ttft -1)"}},
 		advisor.Source{Kind: "bench", Path: "b.json", OK: true, Notes: []string{"summary statistics only"}})
 	var b bytes.Buffer
-	if err := Text(&b, d, Options{Color: "never", Width: 200}); err != nil {
+	if err := Text(&b, d, Options{Color: "never", Width: 200, Details: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"  ✓ snapshot a.prom\n", "  ! requests r.jsonl: 3 of 10 rows skipped: 3 zero or negative latency (first line 4: ttft -1)\n",

@@ -84,7 +84,7 @@ func Text(w io.Writer, d *advisor.Diagnosis, o Options) error {
 		width = 80
 	}
 	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
-	p := &printer{w: w, width: width, st: st}
+	p := &printer{w: w, width: width, st: st, details: o.Details}
 	p.pair(st.head.Render("llmdoctor diagnosis"), windowText(d))
 	for _, s := range d.Sources {
 		p.wrap("  ", sourceLine(s))
@@ -101,6 +101,10 @@ func Text(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	}
 	for _, t := range d.Targets {
 		p.target(t)
+	}
+	if p.held {
+		p.blank()
+		p.fit(p.st.dim.Render("--details: every finding with its evidence and sources, every check that could not run, the curves."))
 	}
 	return p.err
 }
@@ -195,7 +199,7 @@ func checklistUnverified(c *advisor.Checklist) string {
 
 // suppressedLine says under a verdict which findings the configuration
 // suppressed: a muted finding stays in sight where the verdict is read.
-func suppressedLine(t advisor.TargetReport) string {
+func suppressedLine(t advisor.TargetReport, details bool) string {
 	n := len(t.Suppressed)
 	if n == 0 {
 		return ""
@@ -204,7 +208,11 @@ func suppressedLine(t advisor.TargetReport) string {
 	for i, f := range t.Suppressed {
 		ids[i] = f.Rule
 	}
-	return fmt.Sprintf("%d finding%s suppressed by configuration: %s (see Suppressed).", n, plural(n), strings.Join(ids, ", "))
+	see := "see Suppressed"
+	if !details {
+		see = "--details says why"
+	}
+	return fmt.Sprintf("%d finding%s suppressed by configuration: %s (%s).", n, plural(n), strings.Join(ids, ", "), see)
 }
 
 func itemMark(status string) string {
@@ -250,6 +258,9 @@ type printer struct {
 	width int
 	st    styles
 	err   error
+	// details: the whole report; else the first screen, and held says
+	// whether it left anything out.
+	details, held bool
 }
 
 func (p *printer) line(s string) {
@@ -354,14 +365,20 @@ func (p *printer) target(t advisor.TargetReport) {
 	default:
 		p.wrap("", p.st.warn.Render("? VERDICT inconclusive")+": "+pr.Summary)
 	}
-	if line := suppressedLine(t); line != "" {
+	if line := suppressedLine(t, p.details); line != "" {
 		p.wrap("  ", p.st.warn.Render("! ")+line)
 	}
 	if pr.Status == "found" && len(pr.Unchecked) > 0 {
-		p.wrap("  ", "Could not check: "+strings.Join(pr.Unchecked, ", ")+" (see gaps).")
+		see := "see Could not check"
+		if !p.details {
+			see = "--details says what each needs"
+		}
+		p.wrap("  ", "Could not check: "+strings.Join(pr.Unchecked, ", ")+" ("+see+").")
 	}
-	for _, b := range pr.Bounded {
-		p.wrap("  ", p.st.dim.Render("bounded: "+b.Rule+" lacked inputs, but "+b.Why+"."))
+	if p.details {
+		for _, b := range pr.Bounded {
+			p.wrap("  ", p.st.dim.Render("bounded: "+b.Rule+" lacked inputs, but "+b.Why+"."))
+		}
 	}
 	if len(t.Inconsistencies) > 0 {
 		p.section("Evidence withheld (it contradicts itself or cannot be placed)")
@@ -370,34 +387,35 @@ func (p *printer) target(t advisor.TargetReport) {
 		}
 	}
 
-	if c := conditionsText(t.Conditions); c != "" {
+	if c := conditionsText(t.Conditions); c != "" && p.details {
 		p.section("Request conditions")
 		p.wrap("  ", c)
 	}
 	p.latency(t.LatencyMap)
 	p.percentiles(t.Evidence)
-	p.overWindow(t.Curves)
-	p.curve(t.Curves["prompt_ttft"], t.Conditions)
-
-	if len(t.Findings) > 0 {
-		p.section("Findings")
-		for _, f := range t.Findings {
-			if f.ExplainedBy == "" {
-				p.finding(f, "  ")
-				for _, g := range t.Findings {
-					if g.ExplainedBy == f.Rule {
-						p.wrap("    ", p.st.dim.Render("↳ explained by the finding above:"))
-						p.finding(g, "      ")
-					}
-				}
-			}
-		}
+	if p.details {
+		p.overWindow(t.Curves)
+		p.curve(t.Curves["prompt_ttft"], t.Conditions)
 	}
+	p.findings(t)
 	if len(t.Next) > 0 {
 		p.section("Next steps, cheapest first")
-		for i, s := range t.Next {
+		steps := t.Next
+		if !p.details && len(steps) > shortSteps {
+			steps = steps[:shortSteps]
+		}
+		for i, s := range steps {
 			p.wrap("  ", fmt.Sprintf("%d. [%s] %s", i+1, s.Cost, s.Do))
 		}
+		if n := len(t.Next) - len(steps); n > 0 {
+			p.wrap("  ", p.st.dim.Render(fmt.Sprintf("+ %d more step%s, costlier", n, plural(n))))
+		}
+	}
+	if !p.details {
+		p.held = p.held || len(t.Gaps) > 0 || len(t.Skipped) > 0 || len(t.Suppressed) > 0 || len(t.Members) > 0 ||
+			len(t.Findings) > 0 || conditionsText(t.Conditions) != "" || len(pr.Bounded) > 0
+		p.summary(t)
+		return
 	}
 	if len(t.Gaps) > 0 {
 		p.section("Could not check")
@@ -445,12 +463,122 @@ func (p *printer) target(t advisor.TargetReport) {
 		}
 	}
 	p.blank()
-	bounded := ""
-	if t.Checks.Bounded > 0 {
-		bounded = fmt.Sprintf(" (%d bounded)", t.Checks.Bounded)
+	p.fit(p.st.dim.Render(checksLine(t.Checks)))
+}
+
+// shortFindings is how many findings (not counting those another one
+// explains) the first screen shows.
+const shortFindings = 3
+
+// shortSteps is how many next steps, cheapest first, it shows.
+const shortSteps = 5
+
+// findings lists a target's findings, each with those it explains under
+// it; on the first screen the top few, without evidence lines.
+func (p *printer) findings(t advisor.TargetReport) {
+	var top []advisor.Finding
+	for _, f := range t.Findings {
+		if f.ExplainedBy == "" {
+			top = append(top, f)
+		}
 	}
-	p.fit(p.st.dim.Render(fmt.Sprintf("checks: %d fired · %d quiet%s · %d could not run",
-		t.Checks.Fired, t.Checks.Quiet, bounded, t.Checks.Insufficient)))
+	if len(top) == 0 {
+		return
+	}
+	p.section("Findings")
+	shown := top
+	if !p.details && len(shown) > shortFindings {
+		shown = shown[:shortFindings]
+	}
+	for _, f := range shown {
+		p.finding(f, "  ")
+		var explained []string
+		for _, g := range t.Findings {
+			if g.ExplainedBy != f.Rule {
+				continue
+			}
+			if p.details {
+				p.wrap("    ", p.st.dim.Render("↳ explained by the finding above:"))
+				p.finding(g, "      ")
+			} else {
+				explained = append(explained, g.Rule)
+			}
+		}
+		if len(explained) == 1 {
+			g := findingOf(t, explained[0])
+			p.wrap("    ", p.st.dim.Render("↳ explains "+g.Rule+": "+g.Title))
+		} else if len(explained) > 1 {
+			p.wrap("    ", p.st.dim.Render(fmt.Sprintf("↳ explains %d findings: %s", len(explained), strings.Join(explained, ", "))))
+		}
+	}
+	if rest := top[len(shown):]; len(rest) > 0 {
+		ids := make([]string, len(rest))
+		for i, f := range rest {
+			ids[i] = f.Rule
+		}
+		p.wrap("  ", p.st.dim.Render(fmt.Sprintf("+ %d more finding%s: %s", len(rest), plural(len(rest)), strings.Join(ids, ", "))))
+	}
+}
+
+// summary is the first screen's last word on a target: one line for what
+// could not be checked, one for the replicas or engines behind it, then the
+// count of checks.
+func (p *printer) summary(t advisor.TargetReport) {
+	var parts []string
+	if n := len(t.Gaps); n > 0 {
+		gaps, engine := engineGaps(t)
+		s := fmt.Sprintf("%d check%s could not run", n, plural(n))
+		if len(engine) > 0 && len(gaps) > 0 {
+			s += fmt.Sprintf(" (%d for want of the engine's metrics)", len(engine))
+		} else if len(engine) > 0 {
+			s += " for want of the engine's metrics"
+		}
+		parts = append(parts, s)
+	}
+	for _, sk := range t.Skipped {
+		parts = append(parts, fmt.Sprintf("%d %s rule%s skipped: no %s data", len(sk.Rules), sk.Source, plural(len(sk.Rules)), sk.Source))
+	}
+	if len(parts) > 0 || len(t.Members) > 0 {
+		p.blank()
+	}
+	if len(parts) > 0 {
+		p.wrap("  ", "? "+strings.Join(parts, " · "))
+	}
+	if n := len(t.Members); n > 0 {
+		p.wrap("  ", p.st.dim.Render(fmt.Sprintf("%d %s behind this target, each with its own numbers under --details", n, membersNoun(t.Members))))
+	}
+	p.blank()
+	p.fit(p.st.dim.Render(checksLine(t.Checks)))
+}
+
+// membersNoun names what a target's members are: the engines of one model,
+// or its instances.
+func membersNoun(ms []advisor.Member) string {
+	noun := "instance"
+	if ms[0].Target.Engine != "" {
+		noun = "engine"
+	}
+	if len(ms) > 1 {
+		noun += "s"
+	}
+	return noun
+}
+
+func checksLine(c advisor.Checks) string {
+	bounded := ""
+	if c.Bounded > 0 {
+		bounded = fmt.Sprintf(" (%d bounded)", c.Bounded)
+	}
+	return fmt.Sprintf("checks: %d fired · %d quiet%s · %d could not run", c.Fired, c.Quiet, bounded, c.Insufficient)
+}
+
+func findingOf(t advisor.TargetReport, rule string) advisor.Finding {
+	for _, f := range t.Findings {
+		if f.Rule == rule {
+			return f
+		}
+	}
+	return advisor.Finding{Rule: rule}
 }
 
 func findingSeverity(t advisor.TargetReport, rule string) string {
@@ -480,6 +608,9 @@ func (p *printer) finding(f advisor.Finding, indent string) {
 	}
 	if f.Capped != "" {
 		p.wrap(indent+"  ", p.st.dim.Render("not the verdict: "+f.Capped))
+	}
+	if !p.details {
+		return // the message cites its numbers; evidence, sources and docs follow with --details
 	}
 	var ev []string
 	for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {

@@ -29,7 +29,7 @@ func sample() *advisor.Diagnosis {
 func TestNoColorAndWidth(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	var b bytes.Buffer
-	if err := Text(&b, sample(), Options{Color: "auto", IsTerminal: true}); err != nil {
+	if err := Text(&b, sample(), Options{Color: "auto", IsTerminal: true, Details: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -50,7 +50,7 @@ func TestNoColorAndWidth(t *testing.T) {
 
 func TestColorAlways(t *testing.T) {
 	var b bytes.Buffer
-	Text(&b, sample(), Options{Color: "always"})
+	Text(&b, sample(), Options{Color: "always", Details: true})
 	if !strings.Contains(b.String(), "\x1b[") {
 		t.Error("--color always gave no colour")
 	}
@@ -219,7 +219,7 @@ func TestOverTheWindowSharesTheAxis(t *testing.T) {
 func textOf(t *testing.T, d *advisor.Diagnosis, width int) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Text(&b, d, Options{Color: "never", Width: width}); err != nil {
+	if err := Text(&b, d, Options{Color: "never", Width: width, Details: true}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -301,10 +301,13 @@ func realisticChecklist() *advisor.Checklist {
 // the latency bars scale with it.
 func TestTextFitsWidth(t *testing.T) {
 	bars := map[int]int{}
-	for _, width := range []int{40, 60, 80, 120, 160, 200} {
+	for _, width := range []int{60, 80, 120, 160, 200} {
 		for _, color := range []string{"never", "always"} {
 			var b bytes.Buffer
 			if err := Text(&b, realistic(), Options{Color: color, Width: width}); err != nil {
+				t.Fatal(err)
+			}
+			if err := Text(&b, realistic(), Options{Color: color, Width: width, Details: true}); err != nil {
 				t.Fatal(err)
 			}
 			if err := ChecklistText(&b, realisticChecklist(), Options{Color: color, Width: width}); err != nil {
@@ -435,5 +438,63 @@ func TestEngineGapsGroupedWithoutEngine(t *testing.T) {
 	d.Targets[0].Target.ServedBy = "vllm"
 	if out := textOf(t, d, 200); strings.Contains(out, "need the serving engine's metrics") || !strings.Contains(out, "? kv/saturated: needs") {
 		t.Errorf("gaps grouped although the engine's metrics were read:\n%s", out)
+	}
+}
+
+// The first screen: the verdict, the latency map, the top three findings
+// with their messages (what they explain folded to a line), the next steps
+// and one line each for what could not be checked and for the members;
+// --details has the rest.
+func TestTextFirstScreen(t *testing.T) {
+	d := realistic()
+	tr := &d.Targets[0]
+	top := tr.Findings[0]
+	for _, id := range []string{"kv/preemptions-b", "decode/slow", "gpu/hot"} {
+		g := top
+		g.Rule, g.Title, g.ExplainedBy = id, "title of "+id, ""
+		tr.Findings = append(tr.Findings, g)
+	}
+	var short, full bytes.Buffer
+	if err := Text(&short, d, Options{Color: "never", Width: 80}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Text(&full, d, Options{Color: "never", Width: 80, Details: true}); err != nil {
+		t.Fatal(err)
+	}
+	s := short.String()
+	for _, want := range []string{
+		"✗ CRITICAL VERDICT queueing",
+		"1 finding suppressed by configuration: kv/preemptions (--details says why).",
+		"Latency map (mean TTFT 19.14s",
+		"  ✗ CRITICAL queue/ttft-dominated:",
+		"    ↳ explains queue/batch-full: Time to first token",
+		"  ✗ CRITICAL kv/preemptions-b:",
+		"  ✗ CRITICAL decode/slow:",
+		"  + 1 more finding: gpu/hot\n",
+		"1. [config] raise --max-num-seqs",
+		"  ? 1 check could not run · 2 requests rules skipped: no requests data\n",
+		"Could not check: gpu/compute-bound, gpu/memory-bound (--details says what each",
+		"2 engines behind this target",
+		"checks: 2 fired · 23 quiet (1 bounded) · 1 could not run",
+		"--details: every finding",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("first screen lacks %q:\n%s", want, s)
+		}
+	}
+	for _, not := range []string{"evidence:", "docs:", "from:", "Over the window", "Request conditions", "Could not check\n", "Suppressed\n", "Per instance", "bounded: kv/pressure", "title of gpu/hot"} {
+		if strings.Contains(s, not) {
+			t.Errorf("first screen has %q:\n%s", not, s)
+		}
+	}
+	f := full.String()
+	for _, want := range []string{"evidence: service.waiting.max=316", "docs: docs/rules/queue/ttft-dominated.md", "Over the window", "Request conditions",
+		"Could not check\n", "Suppressed\n", "Per instance", "title of gpu/hot", "↳ explained by the finding above:", "bounded: kv/pressure"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("--details lacks %q:\n%s", want, f)
+		}
+	}
+	if strings.Contains(f, "--details:") {
+		t.Errorf("--details points to itself:\n%s", f)
 	}
 }

@@ -81,7 +81,7 @@ var readmeUsage = map[string]func(t *testing.T){
 		if out := runs(t, ran, "demo", "--scenario", "queue-bound", "--color", "never"); !strings.Contains(out, "VERDICT queueing") {
 			t.Errorf("demo --scenario queue-bound:\n%s", out)
 		}
-		if out := runs(t, ran, "demo", "--scenario", "queue-bound", "--engine", "sglang", "--color", "never"); !strings.Contains(out, "VERDICT queueing") ||
+		if out := runs(t, ran, "demo", "--scenario", "queue-bound", "--engine", "sglang", "--color", "never", "--details"); !strings.Contains(out, "VERDICT queueing") ||
 			!strings.Contains(out, "sglang:num_queue_reqs") {
 			t.Errorf("demo --engine sglang:\n%s", out)
 		}

@@ -23,6 +23,7 @@ type outputFlags struct {
 	outputs []string
 	color   string
 	width   widthFlag
+	details bool
 	slack   slackFlags
 }
 
@@ -33,13 +34,16 @@ func (o *outputFlags) add(f *pflag.FlagSet, doc report.Document) {
 	o.color = "auto"
 	f.Var(choice{&o.color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
 	f.Var(&o.width, "width", fmt.Sprintf("columns of the text report: %d or more, wider taken as %d (default the terminal's width, else 80)", minWidth, maxWidth))
+	if doc == report.DiagnosisDoc {
+		f.BoolVarP(&o.details, "details", "v", false, "the whole text report: every finding with its evidence, sources and docs, every check that could not run, the curves (a text --output file always has it)")
+	}
 	o.slack.add(f)
 }
 
 // The text report's width: narrower than minWidth the report cannot be
 // laid out (--width refuses it; a narrower terminal gets minWidth), wider
 // than maxWidth lines are too long to read (both are taken as maxWidth).
-const minWidth, maxWidth = 40, 200
+const minWidth, maxWidth = 60, 200
 
 // widthFlag is --width: 0 until given.
 type widthFlag struct{ n int }
@@ -127,12 +131,12 @@ func isTerminal(w io.Writer) bool {
 }
 
 // write renders every output: stdout in colour when it is a terminal and
-// --color allows, as wide as textWidth; files never in colour, as wide as
-// --width or 80.
+// --color allows, as wide as textWidth, in full with --details; files never
+// in colour, as wide as --width or 80, always in full.
 func (o *outputFlags) write(stdout io.Writer, outs []output, render func(report.Renderer, io.Writer, report.Options) error) error {
 	for _, out := range outs {
 		if out.path == "" {
-			if err := render(out.r, stdout, report.Options{Color: o.color, IsTerminal: isTerminal(stdout), Width: o.textWidth(stdout)}); err != nil {
+			if err := render(out.r, stdout, report.Options{Color: o.color, IsTerminal: isTerminal(stdout), Width: o.textWidth(stdout), Details: o.details}); err != nil {
 				return err
 			}
 			continue
@@ -141,7 +145,8 @@ func (o *outputFlags) write(stdout io.Writer, outs []output, render func(report.
 		if err != nil {
 			return &exitError{2, fmt.Sprintf("--output: %v", err)}
 		}
-		err = render(out.r, f, report.Options{Color: "never", Width: o.width.n})
+		// A file is the record, not a first screen: whole.
+		err = render(out.r, f, report.Options{Color: "never", Width: o.width.n, Details: true})
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -52,7 +52,7 @@ func publicDiagnose(t *testing.T, name string) (code int, d publicDiagnosis, tex
 	if d.Schema != "llmdoctor.diagnosis/v1" {
 		t.Fatalf("schema %q", d.Schema)
 	}
-	_, text, _ = runCLI(t, "diagnose", "--color", "never", "--snapshot", publicFile(name))
+	_, text, _ = runCLI(t, "diagnose", "--color", "never", "--details", "--snapshot", publicFile(name))
 	return code, d, text
 }
 
