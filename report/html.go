@@ -420,7 +420,7 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 		pt.Gaps = append(pt.Gaps, pageGap{Rule: g.Rule, Needs: strings.Join(miss, ", "), Bounded: g.Bounded, How: g.How})
 	}
 	for _, sk := range t.Skipped {
-		pt.Skipped = append(pt.Skipped, fmt.Sprintf("%d %s rule(s) skipped: no %s data (%s)", len(sk.Rules), sk.Source, sk.Source, sk.How))
+		pt.Skipped = append(pt.Skipped, fmt.Sprintf("%d %s rule%s skipped: no %s data (%s)", len(sk.Rules), sk.Source, plural(len(sk.Rules)), sk.Source, sk.How))
 	}
 	pt.SuppressedLine = suppressedLine(t, true)
 	for _, f := range t.Suppressed {

@@ -1064,7 +1064,7 @@ func conditionsText(c map[string]any) string {
 		parts = append(parts, "gpu-memory-utilization "+units.Number(x))
 	}
 	if x, ok := get("engines"); ok {
-		parts = append(parts, units.Number(x)+" engine(s)")
+		parts = append(parts, units.Number(x)+" engine"+plural(int(x)))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -200,7 +200,7 @@ var readmeUsage = map[string]func(t *testing.T){
 		runs(t, ran, "rules", "list")
 		runs(t, ran, "rules", "show", "queue/ttft-dominated")
 		dir := writingRulesDir(t)
-		if out := runs(t, ran, "rules", "lint", dir); out != "1 rule(s) OK\n" {
+		if out := runs(t, ran, "rules", "lint", dir); out != "1 rule OK\n" {
 			t.Errorf("rules lint: %q", out)
 		}
 		runs(t, ran, "rules", "test")

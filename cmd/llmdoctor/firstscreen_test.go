@@ -31,7 +31,14 @@ func TestFirstScreens(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
+			// A short relative directory: the path is on the screen, and a
+			// long one would wrap before it can be taken out.
+			dir, err := os.MkdirTemp(".", ".screen-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir = filepath.Clean(dir)
+			t.Cleanup(func() { os.RemoveAll(dir) })
 			om := filepath.Join(dir, sc.Name+".om")
 			if code, _, errOut := runCLI(t, "sim", "--scenario", sc.Name, "--openmetrics", om); code != 0 {
 				t.Fatalf("sim: exit %d: %s", code, errOut)

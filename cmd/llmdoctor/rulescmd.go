@@ -178,7 +178,7 @@ func newRulesCmd() *cobra.Command {
 			if _, err := rules.NewSet(b, rs); err != nil {
 				return &exitError{1, err.Error()}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d rule(s) OK\n", len(rs))
+			fmt.Fprintf(cmd.OutOrStdout(), "%d rule%s OK\n", len(rs), plural(len(rs)))
 			return nil
 		}}
 
