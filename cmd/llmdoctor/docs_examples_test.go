@@ -206,6 +206,11 @@ var readmeUsage = map[string]func(t *testing.T){
 		runs(t, ran, "rules", "test")
 		runs(t, ran, "rules", "test", dir)
 	},
+	`llmdoctor explain FIELD                          (unit, meaning, how to obtain it, which rules read it)`: func(t *testing.T) {
+		if out := runs(t, ran, "explain", "stage.queue.mean"); !strings.Contains(out, "READ BY  1 rule: queue/ttft-dominated") {
+			t.Errorf("explain stage.queue.mean:\n%s", out)
+		}
+	},
 }
 
 // writingRulesDir lays out the rule and fixtures of docs/writing-rules.md.

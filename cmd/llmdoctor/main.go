@@ -84,6 +84,6 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newSim(), newRulesCmd(), newServe())
+	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newSim(), newRulesCmd(), newServe(), newExplain())
 	return root
 }
