@@ -85,5 +85,6 @@ func newRoot() *cobra.Command {
 		return usageErr("%v (see %s --help)", err, c.CommandPath())
 	})
 	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newSim(), newRulesCmd(), newServe(), newExplain())
+	addCompletions(root)
 	return root
 }

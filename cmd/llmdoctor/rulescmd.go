@@ -146,6 +146,7 @@ func newRulesCmd() *cobra.Command {
 		}}
 
 	show := &cobra.Command{Use: "show ID", Short: "Show one rule and its documentation", Args: exactArgs(1),
+		ValidArgsFunction: completeRuleIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set, _, err := loadRules("-", dirs)
 			if err != nil {
