@@ -876,63 +876,19 @@ func (s *stream) nonNumber(depth int, deepest *int) float64 {
 // takes and what follows it always fit, so it never refills the buffer.
 const fastLookahead = 64
 
-// fastElement reads the commonest array element of a bench result, a plain
-// decimal and what follows it (", " or "]"), in one pass: digits scanned
-// once and converted by Eisel–Lemire, which is exact whenever it answers,
-// so the value is finite's. ok is false, nothing consumed, for anything
-// else (exponents, zero, long or odd numbers, the end of the buffer near,
+// fastElement reads the commonest array element of a bench result, a number
+// and what follows it (", " or "]"), in one pass over the buffer, as the gap
+// workers do (gapNumber: the value is finite's). ok is false, nothing
+// consumed, for anything else (literals, numbers near the buffer's end,
 // malformed input): the general path reads it and words any error.
 func (s *stream) fastElement() (x float64, end, ok bool) {
 	if s.n-s.i < fastLookahead {
 		return 0, false, false
 	}
 	b := s.buf[s.i : s.i+fastLookahead]
-	i, neg := 0, false
-	if b[0] == '-' {
-		i, neg = 1, true
-	}
-	var man uint64
-	nd, exp10 := 0, 0
-	switch c := b[i]; {
-	case c == '0':
-		i++
-	case '1' <= c && c <= '9':
-		for ; '0' <= b[i] && b[i] <= '9'; i++ { // b ends in lookahead: bounded below
-			if i >= 40 {
-				return 0, false, false
-			}
-			man = man*10 + uint64(b[i]-'0')
-			nd++
-		}
-	default:
-		return 0, false, false
-	}
-	if b[i] == '.' {
-		i++
-		start := i
-		for ; '0' <= b[i] && b[i] <= '9'; i++ {
-			if i >= 40 {
-				return 0, false, false
-			}
-			if nd > 0 || b[i] != '0' {
-				man = man*10 + uint64(b[i]-'0')
-				nd++
-			}
-		}
-		if i == start {
-			return 0, false, false
-		}
-		exp10 = start - i
-	}
-	if nd == 0 || nd > 19 {
-		return 0, false, false
-	}
-	if b[i] == 'e' || b[i] == 'E' { // ("01" stopped at 1 with nd == 0 above)
-		return 0, false, false
-	}
-	x, ok = eiselLemire64(man, exp10, neg)
-	if !ok {
-		return 0, false, false
+	x, i, ok := gapNumber(b, 0)
+	if !ok || i >= fastLookahead-8 {
+		return 0, false, false // or the number may go on past b
 	}
 	for i < fastLookahead-8 && isSpace(b[i]) {
 		i++
