@@ -213,13 +213,13 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 		switch r.Outcome {
 		case rules.Quiet:
 			t.Checks.Quiet++
-			if r.Bound != "" {
+			if r.Bound() != "" {
 				t.Checks.Bounded++
 				g := gapOf(r)
-				g.Bounded = r.Bound
+				g.Bounded = r.Bound()
 				t.Gaps = append(t.Gaps, g)
 				if rules.Deciding(r) {
-					bounded = append(bounded, Bounded{Rule: r.Rule.ID, Why: r.Bound})
+					bounded = append(bounded, Bounded{Rule: r.Rule.ID, Why: r.Bound()})
 				}
 			}
 		case rules.Skipped:
@@ -233,7 +233,7 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 		case rules.Fired:
 			t.Checks.Fired++
 			f := findingOf(e, r)
-			if r.Suppressed != "" {
+			if r.Suppressed() != "" {
 				t.Suppressed = append(t.Suppressed, f)
 				continue
 			}
@@ -270,20 +270,20 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 }
 
 func addSkip(l []Skip, r rules.Result) []Skip {
-	src := r.Missing[0].Path
+	src := r.Missing()[0].Path
 	for i := range l {
 		if l[i].Source == src {
 			l[i].Rules = append(l[i].Rules, r.Rule.ID)
 			return l
 		}
 	}
-	return append(l, Skip{Source: src, Rules: []string{r.Rule.ID}, How: r.Missing[0].How})
+	return append(l, Skip{Source: src, Rules: []string{r.Rule.ID}, How: r.Missing()[0].How})
 }
 
 func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	f := Finding{Rule: r.Rule.ID, Severity: r.Severity.String(), sev: r.Severity, Bottleneck: r.Rule.Bottleneck,
-		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage, impact: r.Impact, impactMax: r.ImpactMax, layer: r.Rule.Layer,
-		Next: rules.StepsFor(r.Rule.Next, e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed, Sources: map[string]string{}}
+		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage(), impact: r.Impact, impactMax: r.ImpactMax, layer: r.Rule.Layer,
+		Next: rules.StepsFor(r.Rule.Next, e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed(), Sources: map[string]string{}}
 	f.Impact = share(r.Impact)
 	if f.Next == nil {
 		f.Next = []rules.Step{}
@@ -356,7 +356,7 @@ func pct(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }
 func explain(fs []Finding, results []rules.Result) {
 	explains := map[string][]string{}
 	for _, r := range results {
-		explains[r.Rule.ID] = r.Explains
+		explains[r.Rule.ID] = r.Explains()
 	}
 	// Of several findings that could explain a bottleneck, the most severe
 	// claims it (a critical stall before a warning about the ITL tail).
@@ -560,10 +560,10 @@ func mergeSteps(fs []Finding) []Step {
 }
 
 func gapOf(r rules.Result) Gap {
-	g := Gap{Rule: r.Rule.ID, Severity: r.Severity.String(), Details: r.Missing}
+	g := Gap{Rule: r.Rule.ID, Severity: r.Severity.String(), Details: r.Missing()}
 	seen := map[string]bool{}
 	var how []string
-	for _, m := range r.Missing {
+	for _, m := range r.Missing() {
 		g.Missing = append(g.Missing, m.Path)
 		if m.How != "" && !seen[m.How] {
 			seen[m.How] = true

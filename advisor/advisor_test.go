@@ -22,7 +22,7 @@ func rule(t *testing.T, id, bottleneck, severity, explains, next string) *rules.
 }
 
 func fired(r *rules.Rule, impact float64) rules.Result {
-	return rules.Result{Rule: r, Outcome: rules.Fired, Severity: r.Sev, Impact: impact, ImpactMax: impact, Message: "m", Explains: r.Explains,
+	return rules.Result{Rule: r, Outcome: rules.Fired, Severity: r.Sev, Impact: impact, ImpactMax: impact, Message: "m", Notes: &rules.Notes{Explains: r.Explains},
 		Evidence: map[string]float64{"stage.ttft.mean": 1}}
 }
 
@@ -57,13 +57,13 @@ func TestHealthyOnlyWhenDecidingRulesRan(t *testing.T) {
 	crit := rule(t, "q/q", "queueing", "critical", "", "")
 	warn := rule(t, "w/w", "prefill", "warning", "", "")
 	quiet := []rules.Result{{Rule: crit, Outcome: rules.Quiet, Severity: rules.Critical}, {Rule: warn, Outcome: rules.Insufficient, Severity: rules.Warning,
-		Missing: []rules.Missing{{Path: "stage.prefill", Why: "missing", How: "upgrade"}}}}
+		Notes: &rules.Notes{Missing: []rules.Missing{{Path: "stage.prefill", Why: "missing", How: "upgrade"}}}}}
 	d := Advise(evidence.New(evidence.Target{}), quiet, nil)
 	if d.Primary.Bottleneck != "none" || d.Primary.Status != "healthy" || len(d.Gaps) != 1 || d.Gaps[0].How != "upgrade" {
 		t.Fatalf("primary %+v gaps %+v", d.Primary, d.Gaps)
 	}
 	unchecked := []rules.Result{{Rule: crit, Outcome: rules.Insufficient, Severity: rules.Critical,
-		Missing: []rules.Missing{{Path: "stage.queue", Why: "missing"}}}}
+		Notes: &rules.Notes{Missing: []rules.Missing{{Path: "stage.queue", Why: "missing"}}}}}
 	d = Advise(evidence.New(evidence.Target{}), unchecked, nil)
 	if d.Primary.Bottleneck != "unknown" || d.Primary.Status != "inconclusive" || !strings.Contains(d.Primary.Summary, "q/q") {
 		t.Fatalf("primary %+v", d.Primary)
@@ -76,7 +76,7 @@ func TestSuppressedFindingsAreListedApart(t *testing.T) {
 	q := rule(t, "q/q", "queueing", "critical", "", "")
 	kv := rule(t, "kv/a", "kv-capacity", "warning", "queueing", "")
 	info := rule(t, "i/i", "cpu-overhead", "info", "", "")
-	suppress := func(r rules.Result) rules.Result { r.Suppressed = "known"; return r }
+	suppress := func(r rules.Result) rules.Result { n := *r.Notes; n.Suppressed = "known"; r.Notes = &n; return r }
 	for _, c := range []struct {
 		name                    string
 		results                 []rules.Result
@@ -194,14 +194,14 @@ func TestImpactOrdersAndUnknownComesLast(t *testing.T) {
 // healthy, with the bound and the gap named; unbounded, it is inconclusive.
 func TestBoundedRulesMakeHealthyWithGaps(t *testing.T) {
 	q := rule(t, "q/q", "queueing", "critical", "", "")
-	res := rules.Result{Rule: q, Outcome: rules.Quiet, Severity: rules.Critical, Bound: "queue wait is at most 15ms",
-		Missing: []rules.Missing{{Path: "stage.queue", Why: "missing", How: "upgrade"}}}
+	res := rules.Result{Rule: q, Outcome: rules.Quiet, Severity: rules.Critical, Notes: &rules.Notes{Bound: "queue wait is at most 15ms",
+		Missing: []rules.Missing{{Path: "stage.queue", Why: "missing", How: "upgrade"}}}}
 	d := Advise(evidence.New(evidence.Target{}), []rules.Result{res}, nil)
-	if d.Primary.Status != "healthy" || len(d.Primary.Bounded) != 1 || d.Primary.Bounded[0].Why != res.Bound ||
+	if d.Primary.Status != "healthy" || len(d.Primary.Bounded) != 1 || d.Primary.Bounded[0].Why != res.Bound() ||
 		!strings.Contains(d.Primary.Summary, "q/q") {
 		t.Fatalf("primary %+v", d.Primary)
 	}
-	if len(d.Gaps) != 1 || d.Gaps[0].Bounded != res.Bound || d.Checks.Bounded != 1 || d.Checks.Quiet != 1 {
+	if len(d.Gaps) != 1 || d.Gaps[0].Bounded != res.Bound() || d.Checks.Bounded != 1 || d.Checks.Quiet != 1 {
 		t.Fatalf("gaps %+v checks %+v", d.Gaps, d.Checks)
 	}
 }

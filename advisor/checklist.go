@@ -89,9 +89,9 @@ func CheckTarget(e *evidence.Evidence, results []rules.Result) ChecklistTarget {
 			t.Failed++
 		case rules.Quiet:
 			it.Status, it.Message, it.Evidence = Pass, r.Rule.RenderOK(&e.Values), r.Evidence
-			if r.Bound != "" {
+			if r.Bound() != "" {
 				// Passed by a bound: say what was missing and why it could not fail.
-				it.Message = strings.TrimSpace(it.Message + " Not measured directly, but " + r.Bound + ".")
+				it.Message = strings.TrimSpace(it.Message + " Not measured directly, but " + r.Bound() + ".")
 			}
 			t.Passed++
 		default:

@@ -249,13 +249,35 @@ func TestEvaluateEachIsEvaluatePerTarget(t *testing.T) {
 	if len(got) != len(targets) {
 		t.Fatalf("%d result lists for %d targets", len(got), len(targets))
 	}
-	for i, e := range targets {
-		want := s.Evaluate(e, cfg)
-		// %+v: NaN impacts equal, maps in key order.
-		if fmt.Sprintf("%+v", got[i]) != fmt.Sprintf("%+v", want) {
+	before := make([]string, len(got))
+	for i := range got {
+		before[i] = printed(got[i])
+	}
+	// Backwards, so each target follows others than before: results share
+	// notes between targets, and a later target must not change them.
+	for i := len(targets) - 1; i >= 0; i-- {
+		want := s.Evaluate(targets[i], cfg)
+		if printed(got[i]) != printed(want) {
 			t.Fatalf("target %d: EvaluateEach differs from Evaluate", i)
 		}
 	}
+	for i := range got {
+		if printed(got[i]) != before[i] {
+			t.Fatalf("target %d: its results changed after other targets were evaluated", i)
+		}
+	}
+}
+
+// printed is results as %+v prints them (NaN impacts equal, maps in key
+// order) with their notes shown, not their address.
+func printed(rs []Result) string {
+	var b strings.Builder
+	for _, r := range rs {
+		n := r.Notes
+		r.Notes = nil
+		fmt.Fprintf(&b, "%+v %+v\n", r, n)
+	}
+	return b.String()
 }
 
 // Two rules that give the same advice give it in the same words, so that

@@ -17,35 +17,60 @@ import (
 )
 
 // Outcome of one rule on one target.
-type Outcome string
+type Outcome uint8
 
 // Outcomes.
 const (
-	Fired        Outcome = "fired"
-	Quiet        Outcome = "quiet"
-	Insufficient Outcome = "insufficient"
+	Fired Outcome = iota + 1
+	Quiet
+	Insufficient
 	// Skipped: a source the rule needs (Rule.Needs) is absent altogether.
-	Skipped Outcome = "skipped"
+	Skipped
 )
 
-// Result is one rule's outcome on one target.
+func (o Outcome) String() string {
+	switch o {
+	case Fired:
+		return "fired"
+	case Quiet:
+		return "quiet"
+	case Insufficient:
+		return "insufficient"
+	case Skipped:
+		return "skipped"
+	}
+	return "none"
+}
+
+// MarshalText writes the name.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// Result is one rule's outcome on one target. A fleet's diagnosis holds one
+// per rule and target, so it is kept small (64 bytes): what only some
+// results carry sits behind Notes.
 type Result struct {
-	Rule     *Rule
-	Outcome  Outcome
-	Severity Severity
-	Message  string
+	Rule *Rule
 	// Evidence holds, by path, the values the result cites: on a fired
 	// result every value the condition, impact and message read; on a quiet
 	// result of a rule with a passing message (a checklist item) those of
 	// the condition, that message and the bound that held, when they have a
 	// value.
 	Evidence map[string]float64
-	// Stage is the part of latency the rule's bottleneck holds or slows.
-	Stage string
-	// Impact is the share of that latency the finding accounts for: NaN
-	// when the share is unknown. ImpactMax bounds it from above where it is
-	// unknown (and equals it where known): enough to cap a small stage.
+	Message  string
+	// Impact is the share of the rule's stage's latency the finding
+	// accounts for: NaN when the share is unknown. ImpactMax bounds it from
+	// above where it is unknown (and equals it where known): enough to cap
+	// a small stage.
 	Impact, ImpactMax float64
+	Outcome           Outcome
+	Severity          Severity
+	// Notes is nil when the result has none; read it through the methods.
+	// Results may share one Notes: never change it in place.
+	Notes *Notes
+}
+
+// Notes are what only some results carry.
+type Notes struct {
 	// Bound, on a quiet result, says why the rule could not fire although
 	// some of what it reads is missing.
 	Bound string
@@ -56,6 +81,46 @@ type Result struct {
 	Missing []Missing
 	// Suppressed holds the reason when a suppression matched.
 	Suppressed string
+}
+
+// Stage is the part of latency the rule's bottleneck holds or slows.
+func (r *Result) Stage() string {
+	if r.Rule == nil {
+		return ""
+	}
+	return r.Rule.Stage
+}
+
+// Bound is Notes.Bound, "" without notes.
+func (r *Result) Bound() string {
+	if r.Notes == nil {
+		return ""
+	}
+	return r.Notes.Bound
+}
+
+// Explains is Notes.Explains.
+func (r *Result) Explains() []string {
+	if r.Notes == nil {
+		return nil
+	}
+	return r.Notes.Explains
+}
+
+// Missing is Notes.Missing.
+func (r *Result) Missing() []Missing {
+	if r.Notes == nil {
+		return nil
+	}
+	return r.Notes.Missing
+}
+
+// Suppressed is Notes.Suppressed.
+func (r *Result) Suppressed() string {
+	if r.Notes == nil {
+		return ""
+	}
+	return r.Notes.Suppressed
 }
 
 // Missing is one absent or too-thin piece of evidence.
@@ -83,11 +148,15 @@ const DefaultMinShare = 0.2
 // machine's cores; a few targets are not worth a goroutine.
 func (s *Set) EvaluateEach(targets []*evidence.Evidence, cfg *Config) [][]Result {
 	out := make([][]Result, len(targets))
+	// One array holds every target's results: one allocation, not one per
+	// target.
+	n := len(s.Rules)
+	all := make([]Result, len(targets)*n)
 	const chunk = 32
 	workers := min(runtime.GOMAXPROCS(0), (len(targets)+chunk-1)/chunk)
 	if workers <= 1 {
 		for i, e := range targets {
-			out[i] = s.Evaluate(e, cfg)
+			out[i] = s.evaluate(e, cfg, all[i*n:i*n:(i+1)*n])
 		}
 		return out
 	}
@@ -102,7 +171,7 @@ func (s *Set) EvaluateEach(targets []*evidence.Evidence, cfg *Config) [][]Result
 					return
 				}
 				for i := start; i < min(end, len(targets)); i++ {
-					out[i] = s.Evaluate(targets[i], cfg)
+					out[i] = s.evaluate(targets[i], cfg, all[i*n:i*n:(i+1)*n])
 				}
 			}
 		})
@@ -114,36 +183,48 @@ func (s *Set) EvaluateEach(targets []*evidence.Evidence, cfg *Config) [][]Result
 // Evaluate runs every enabled rule on the evidence: first the rules that read
 // evidence only, then those that read the verdict of the first.
 func (s *Set) Evaluate(e *evidence.Evidence, cfg *Config) []Result {
+	return s.evaluate(e, cfg, make([]Result, 0, len(s.Rules)))
+}
+
+// evaluate is Evaluate into out, which is empty with room for every rule.
+func (s *Set) evaluate(e *evidence.Evidence, cfg *Config, out []Result) []Result {
 	if cfg == nil {
 		cfg = &Config{}
 	}
 	st := newState(e, cfg)
 	defer st.done()
-	out := make([]Result, 0, len(s.Rules))
-	var unchecked []Missing
+	var unchecked *Notes
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
 			st.verdict = verdict(out, cfg.MinShareOrDefault())
-			unchecked = uncheckedCritical(out)
+			if m := uncheckedCritical(out); len(m) > 0 {
+				unchecked = &Notes{Missing: m}
+			}
 		}
 		for _, r := range s.Rules {
 			if r.usesVerdict != (pass == 1) || !cfg.Enabled(r.ID) {
 				continue
 			}
-			// Each result is built in place, in memory make zeroed: a copy
-			// is 170 bytes. Each rule runs in one pass, so out has room.
+			// Each result is built in place, in memory make zeroed. Each
+			// rule runs in one pass, so out has room.
 			out = out[:len(out)+1]
 			res := &out[len(out)-1]
 			if i := st.missingNeed(r); i >= 0 {
-				res.Rule, res.Severity, res.Outcome, res.Missing = r, cfg.severity(r), Skipped, r.needGaps[i]
-			} else if r.usesVerdict && len(unchecked) > 0 {
+				res.Rule, res.Severity, res.Outcome, res.Notes = r, cfg.severity(r), Skipped, r.needGaps[i]
+			} else if r.usesVerdict && unchecked != nil {
 				// A judgement of the whole diagnosis needs the rules that decide it.
-				res.Rule, res.Severity, res.Outcome, res.Missing = r, cfg.severity(r), Insufficient, unchecked
+				res.Rule, res.Severity, res.Outcome, res.Notes = r, cfg.severity(r), Insufficient, unchecked
 			} else {
 				st.evalOne(r, res)
 			}
 			if res.Outcome == Fired {
-				res.Suppressed = cfg.suppressed(r.ID, e.Target)
+				if why := cfg.suppressed(r.ID, e.Target); why != "" {
+					// A fired result's notes are its own.
+					if res.Notes == nil {
+						res.Notes = st.newNotes()
+					}
+					res.Notes.Suppressed = why
+				}
 			}
 		}
 	}
@@ -159,6 +240,14 @@ type state struct {
 	vals    evidence.Values
 	machine *vm.VM
 	buf     []byte
+	// gaps and notes are where results' gaps and notes are made, many to an
+	// array; each result holds its own part. They outlive a target.
+	gaps  []Missing
+	notes []Notes
+	// lastGaps is the notes each rule last gave for missing inputs: a
+	// fleet's replicas mostly lack the same ones, and an equal list shares
+	// them.
+	lastGaps map[*Rule]*Notes
 }
 
 type perTarget struct {
@@ -174,7 +263,6 @@ type perTarget struct {
 	// params is the rule's params as a map, for the VM and text/template.
 	params map[string]float64
 	env    *Env
-	gaps   []Missing
 }
 
 var states = sync.Pool{New: func() any { return &state{buf: make([]byte, 0, 512)} }}
@@ -188,8 +276,9 @@ func newState(e *evidence.Evidence, cfg *Config) *state {
 	return st
 }
 
-// done returns st to the pool, keeping nothing of the target: its results
-// own gaps.
+// done returns st to the pool. What it keeps of the target (the arrays
+// results' gaps and notes are cut from, lastGaps) is never changed where a
+// result holds it.
 func (st *state) done() {
 	st.perTarget = perTarget{}
 	states.Put(st)
@@ -274,7 +363,7 @@ func verdict(rs []Result, minShare float64) Verdict {
 	var bn []string // distinct bottlenecks: few, so a list
 	for i := range rs {
 		r := &rs[i]
-		if r.Outcome != Fired || r.Suppressed != "" {
+		if r.Outcome != Fired || r.Suppressed() != "" {
 			continue
 		}
 		switch CapSeverity(r.Severity, causeMax(r, rs), minShare) {
@@ -306,7 +395,7 @@ func causeMax(r *Result, rs []Result) float64 {
 	}
 	for i := range rs {
 		o := &rs[i]
-		if o.Outcome != Fired || o.Suppressed != "" || o.Rule == r.Rule || !slices.Contains(r.Explains, o.Rule.Bottleneck) {
+		if o.Outcome != Fired || o.Suppressed() != "" || o.Rule == r.Rule || !slices.Contains(r.Explains(), o.Rule.Bottleneck) {
 			continue
 		}
 		if !evidence.Present(o.ImpactMax) {
@@ -335,14 +424,41 @@ func Capped(impactMax, minShare float64) bool {
 	return evidence.Present(impactMax) && impactMax < minShare
 }
 
+// newNotes makes notes for a result.
+func (st *state) newNotes() *Notes {
+	if len(st.notes) == cap(st.notes) {
+		st.notes = make([]Notes, 0, 16)
+	}
+	st.notes = st.notes[:len(st.notes)+1]
+	return &st.notes[len(st.notes)-1]
+}
+
+// missingNotes are notes naming what of reads is missing: those the rule
+// gave last when they name the same.
+func (st *state) missingNotes(r *Rule, reads []input) *Notes {
+	start := len(st.gaps)
+	m := st.missing(reads)
+	if last := st.lastGaps[r]; last != nil && slices.Equal(last.Missing, m) {
+		st.gaps = st.gaps[:start] // nothing holds them
+		return last
+	}
+	if st.lastGaps == nil || len(st.lastGaps) > 1024 {
+		st.lastGaps = map[*Rule]*Notes{}
+	}
+	n := st.newNotes()
+	n.Missing = m
+	st.lastGaps[r] = n
+	return n
+}
+
 // evalOne fills res, which is zero.
 func (st *state) evalOne(r *Rule, res *Result) {
 	cfg := st.cfg
-	res.Rule, res.Severity, res.Stage, res.Impact, res.ImpactMax = r, cfg.severity(r), r.Stage, math.NaN(), math.NaN()
+	res.Rule, res.Severity, res.Impact, res.ImpactMax = r, cfg.severity(r), math.NaN(), math.NaN()
 	st.setParams(r)
 	if r.applies != nil {
 		if !st.present(r.appliesIn) {
-			res.Missing = st.missing(r.appliesIn)
+			res.Notes = st.missingNotes(r, r.appliesIn)
 			res.Outcome = Insufficient
 			return
 		}
@@ -353,10 +469,13 @@ func (st *state) evalOne(r *Rule, res *Result) {
 		}
 	}
 	if !st.present(r.in) {
-		res.Missing = st.missing(r.in)
+		res.Notes = st.missingNotes(r, r.in)
 		res.Outcome = Insufficient
 		if why, in := r.bounded(st); why != "" {
-			res.Outcome, res.Bound = Quiet, why
+			// Shared notes are never changed: these get their own.
+			n := st.newNotes()
+			*n = Notes{Missing: res.Notes.Missing, Bound: why}
+			res.Outcome, res.Notes = Quiet, n
 			res.Evidence = r.passCites(st.v, r.in, in)
 		}
 		return
@@ -364,7 +483,8 @@ func (st *state) evalOne(r *Rule, res *Result) {
 	out, err := st.test(r.when)
 	if err != nil {
 		res.Outcome = Insufficient
-		res.Missing = []Missing{{Path: r.ID, Why: "condition failed: " + oneLine(err)}}
+		res.Notes = st.newNotes()
+		res.Notes.Missing = []Missing{{Path: r.ID, Why: "condition failed: " + oneLine(err)}}
 		return
 	}
 	if fired, _ := out.(bool); !fired {
@@ -396,15 +516,20 @@ func (st *state) evalOne(r *Rule, res *Result) {
 	if evidence.Present(res.Impact) {
 		res.ImpactMax = res.Impact
 	}
-	res.Explains = append([]string(nil), r.Explains...)
+	// The rule's own list is shared, clipped so that an append copies it.
+	explains := slices.Clip(r.Explains)
 	for _, b := range r.explainsOrder {
 		c := r.explainsIf[b]
 		if !st.present(c.in) {
 			continue // unknown: explain nothing on a guess
 		}
 		if ok, err := st.test(c.cond); err == nil && ok == true {
-			res.Explains = append(res.Explains, b)
+			explains = append(explains, b)
 		}
+	}
+	if len(explains) > 0 {
+		res.Notes = st.newNotes()
+		res.Notes.Explains = explains
 	}
 	res.Message = st.message(r)
 }
@@ -539,10 +664,9 @@ func (st *state) present(reads []input) bool {
 // whether there is none.
 func (st *state) scan(reads []input, list bool) ([]Missing, bool) {
 	v := st.v
-	// The gaps of all the target's results share one array, each result
-	// capped to its own.
-	if list && st.gaps == nil {
-		st.gaps = make([]Missing, 0, 16)
+	// Results' gaps share arrays, each result capped to its own.
+	if list && cap(st.gaps)-len(st.gaps) < len(reads) {
+		st.gaps = make([]Missing, 0, max(32, len(reads)))
 	}
 	start := len(st.gaps)
 	// The nodes (distributions, gauges) already named or checked, by

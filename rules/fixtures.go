@@ -71,11 +71,11 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 	tr := TestResult{Rule: r.ID, File: p}
 	base := path.Base(p)
 	for _, o := range []Outcome{Fired, Quiet, Insufficient} {
-		if strings.HasPrefix(base, string(o)) {
+		if strings.HasPrefix(base, o.String()) {
 			tr.Want = o
 		}
 	}
-	if tr.Want == "" {
+	if tr.Want == 0 {
 		tr.Err = "file name must start with fired, quiet or insufficient"
 		return tr
 	}
@@ -109,7 +109,7 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 		}
 		tr.Got = res.Outcome
 		if res.Outcome == Insufficient {
-			tr.Missing = res.Missing
+			tr.Missing = res.Missing()
 		}
 		if res.Outcome == Fired {
 			for _, want := range fx.Message {
@@ -118,12 +118,12 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 				}
 			}
 		}
-		if len(fx.Bound) > 0 && res.Bound == "" {
+		if len(fx.Bound) > 0 && res.Bound() == "" {
 			tr.Err = "want a quiet result bounded by the inputs present, got no bound"
 		}
 		for _, want := range fx.Bound {
-			if !strings.Contains(res.Bound, want) {
-				tr.Err = fmt.Sprintf("bound %q does not contain %q", res.Bound, want)
+			if !strings.Contains(res.Bound(), want) {
+				tr.Err = fmt.Sprintf("bound %q does not contain %q", res.Bound(), want)
 			}
 		}
 	}

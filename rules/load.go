@@ -182,7 +182,7 @@ func Parse(file string, data []byte) (*Rule, error) {
 			return nil, fail("needs", "needs %q: want dcgm or requests", n)
 		}
 		r.needs = append(r.needs, mustSlot(NeedSources[n].Present))
-		r.needGaps = append(r.needGaps, []Missing{{Path: n, Why: "absent", How: NeedSources[n].How}})
+		r.needGaps = append(r.needGaps, &Notes{Missing: []Missing{{Path: n, Why: "absent", How: NeedSources[n].How}}})
 	}
 	if spec.Stage != "" && !slices.Contains(Stages, spec.Stage) {
 		return nil, fail("stage", "stage %q is not one of %s", spec.Stage, strings.Join(Stages, ", "))

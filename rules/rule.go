@@ -12,7 +12,7 @@ import (
 )
 
 // Severity orders findings.
-type Severity int
+type Severity uint8
 
 // Severities, lowest first.
 const (
@@ -176,11 +176,11 @@ type Rule struct {
 	// The reads above as inputs, with the slots that judge them.
 	in, appliesIn, okIn []input
 	// needs are the slots that show each of Needs is there, and needGaps
-	// the gap of a result skipped for want of it: one slice every such
+	// the notes of a result skipped for want of it: one Notes every such
 	// result shares (results are read, never changed), as a fleet skips
 	// the same rules on every target.
 	needs    []slot
-	needGaps [][]Missing
+	needGaps []*Notes
 	// paramNames are the params sorted, and paramVals their defaults: the
 	// frame compiled expressions and messages read params from.
 	paramNames []string

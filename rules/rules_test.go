@@ -206,8 +206,8 @@ func TestExplainsIfHoldsOnlyWhereItsConditionDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := one.Evaluate(e, nil)[0]
-		if res.Outcome != Fired || strings.Join(res.Explains, " ") != c.want {
-			t.Fatalf("prompt p50 %v: %s explains %v, want %s", c.p50, res.Outcome, res.Explains, c.want)
+		if res.Outcome != Fired || strings.Join(res.Explains(), " ") != c.want {
+			t.Fatalf("prompt p50 %v: %s explains %v, want %s", c.p50, res.Outcome, res.Explains(), c.want)
 		}
 		// Impact: frozen time per request over end-to-end.
 		if math.Abs(res.Impact-3100.0/2700/7.7) > 1e-9 {
@@ -224,7 +224,7 @@ func TestVerdictSummaryWeighsCauses(t *testing.T) {
 	kv, _ := s.Get("kv/preemption")
 	q, _ := s.Get("queue/ttft-dominated")
 	rs := []Result{
-		{Rule: kv, Outcome: Fired, Severity: Critical, Impact: 0.05, ImpactMax: 0.05, Explains: kv.Explains},
+		{Rule: kv, Outcome: Fired, Severity: Critical, Impact: 0.05, ImpactMax: 0.05, Notes: &Notes{Explains: kv.Explains}},
 		{Rule: q, Outcome: Fired, Severity: Critical, Impact: 0.8, ImpactMax: 0.8},
 	}
 	if v := verdict(rs, DefaultMinShare); v.Critical != 2 {
