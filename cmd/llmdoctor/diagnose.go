@@ -49,6 +49,7 @@ type diagnoseOpts struct {
 func (o *diagnoseOpts) setInput(cmd *cobra.Command) {
 	o.in = newInput(cmd.InOrStdin())
 	o.prom.in = o.in
+	o.prom.stderr = cmd.ErrOrStderr()
 }
 
 func newDiagnose() *cobra.Command {
@@ -75,6 +76,7 @@ func newDiagnose() *cobra.Command {
 // addSourceFlags declares the sources diagnose and checklist share.
 func (o *diagnoseOpts) addSourceFlags(f *pflag.FlagSet) {
 	o.prom.add(f)
+	o.prom.addOneRun(f)
 	f.StringArrayVar(&o.targetURLs, "target", nil, "serving engine to scrape, vLLM or SGLang, found from what it exposes (host:port or URL of /metrics); repeatable")
 	f.StringArrayVar(&o.vllmURLs, "vllm", nil, "same as --target (its older name); repeatable")
 	f.StringVar(&o.engine, "engine", "auto", "serving engine whose metrics to read: auto (every engine found), "+strings.Join(engine.Names(), " or "))
@@ -158,6 +160,9 @@ func (o *diagnoseOpts) sources() (diagnosis.Sources, error) {
 		p, err := o.prom.source()
 		if err != nil {
 			return src, o.mask(err)
+		}
+		if o.prom.printQueries {
+			p.Options.Trace = queryPrinter(redactWriter{o.prom.stderr, o.secrets()})
 		}
 		src.Prom = p
 	}

@@ -89,7 +89,7 @@ var readmeUsage = map[string]func(t *testing.T){
 			t.Errorf("demo --list:\n%s", out)
 		}
 	},
-	`llmdoctor diagnose --prom http://prometheus:9090 [--window 15m] [--end T] [--selector 'namespace="prod"'] [--group-by model_name]`: func(t *testing.T) {
+	`llmdoctor diagnose --prom http://prometheus:9090 [--window 15m] [--end T | --at T] [--selector 'namespace="prod"'] [--group-by model_name] [--print-queries]`: func(t *testing.T) {
 		promtest.Need(t)
 		fx := backfilledProm(t)
 		end := strconv.FormatInt(fx.ends["queue-bound"].Unix(), 10)
@@ -99,6 +99,11 @@ var readmeUsage = map[string]func(t *testing.T){
 			"--selector", `engine="0"`, "--group-by", "model_name", "--prom-header", "X-Scope-OrgID: team")
 		if !strings.Contains(out, `"bottleneck": "queueing"`) {
 			t.Errorf("--prom on queue-bound:\n%.600s", out)
+		}
+		at := strconv.FormatInt(fx.ends["queue-bound"].Add(-7*time.Minute).Unix(), 10)
+		code, out, errOut := runCLI(t, "diagnose", "--format", "json", "--prom", fx.url, "--at", at, "--print-queries")
+		if code != 0 || !strings.Contains(out, `"bottleneck": "queueing"`) || !strings.HasPrefix(errOut, "query 1 · ") {
+			t.Errorf("--at --print-queries: exit %d\n%.600s\n%.600s", code, out, errOut)
 		}
 	},
 	`llmdoctor diagnose --target http://127.0.0.1:8000 [--target …] [--dcgm host:9400] [--duration 60s] [--interval 5s] [--engine auto]`: func(t *testing.T) {

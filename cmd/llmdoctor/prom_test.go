@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -529,4 +530,110 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// --print-queries prints every request the diagnosis made, each as it was
+// sent: asked again with the printed PromQL, start, end and step, the server
+// answers with the printed number of series.
+func TestPrintQueriesPrintsWhatWasAsked(t *testing.T) {
+	t.Parallel()
+	fx := backfilledProm(t)
+	end := fx.ends["queue-bound"]
+	code, out, errOut := runCLI(t, "diagnose", "--format", "json", "--prom", fx.url, "--end", strconv.FormatInt(end.Unix(), 10), "--print-queries")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var d evidenceJSON
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("stdout is not the report alone: %v", err)
+	}
+	// Each query: a heading, its times, then its PromQL, indented.
+	var queries [][]string
+	for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if strings.HasPrefix(l, "query ") {
+			queries = append(queries, nil)
+		} else if len(queries) == 0 || !strings.HasPrefix(l, "  ") {
+			t.Fatalf("line %q is not part of a query:\n%s", l, errOut)
+		}
+		queries[len(queries)-1] = append(queries[len(queries)-1], l)
+	}
+	if len(queries) != d.Sources[0].Queries {
+		t.Fatalf("%d queries printed, %d made:\n%s", len(queries), d.Sources[0].Queries, errOut)
+	}
+	ranged := 0
+	for i, q := range queries {
+		n := i + 1
+		if len(q) < 3 {
+			t.Fatalf("query %d: %q", n, q)
+		}
+		head, when := q[0], strings.Fields(q[1])
+		var expr []string
+		for _, l := range q[2:] {
+			expr = append(expr, strings.TrimPrefix(l, "  "))
+		}
+		parts := strings.Split(head, " · ")
+		var series int
+		if len(parts) < 4 || parts[0] != fmt.Sprintf("query %d", n) {
+			t.Fatalf("heading %q", head)
+		}
+		if _, err := fmt.Sscanf(parts[3], "%d series", &series); err != nil {
+			t.Fatalf("heading %q has no series count", head)
+		}
+		endpoint := parts[1]
+		if endpoint != "/api/v1/query_range" {
+			continue
+		}
+		ranged++
+		if len(when) != 6 || when[0] != "start" || when[2] != "end" || when[4] != "step" {
+			t.Fatalf("second line %q", q[1])
+		}
+		start, _ := time.Parse(time.RFC3339, when[1])
+		stop, _ := time.Parse(time.RFC3339, when[3])
+		step, _ := time.ParseDuration(when[5])
+		if !stop.Equal(end) || !start.Equal(end.Add(-15*time.Minute)) || step != fixtureStep {
+			t.Errorf("query %d: window %v to %v step %v, want the 15 minutes to %v", n, start, stop, step, end)
+		}
+		got := rangeSeries(t, fx.url, strings.Join(expr, "\n"), start, stop, step)
+		if got != series || series == 0 {
+			t.Errorf("query %d: printed %d series, asked again %d", n, series, got)
+		}
+	}
+	if ranged == 0 {
+		t.Fatal("no range query printed")
+	}
+}
+
+// --at T looks at the window centred on T: the same evidence as --end T+window/2.
+func TestAtCentresTheWindow(t *testing.T) {
+	t.Parallel()
+	fx := backfilledProm(t)
+	end := fx.ends["queue-bound"]
+	at := end.Add(-7*time.Minute - 30*time.Second).UTC().Format(time.RFC3339)
+	a := runJSON(t, "--prom", fx.url, "--at", at, "--window", "15m")
+	e := runJSON(t, "--prom", fx.url, "--end", strconv.FormatInt(end.Unix(), 10), "--window", "15m")
+	for _, path := range [][]string{{"service", "finished"}, {"stage", "ttft", "p99"}, {"stage", "queue", "mean"}} {
+		if x, y := num(a.Targets[0].Evidence, path...), num(e.Targets[0].Evidence, path...); x != y || math.IsNaN(x) {
+			t.Errorf("%v: --at %v, --end %v", path, x, y)
+		}
+	}
+}
+
+// rangeSeries asks Prometheus a range query and counts the series it answers.
+func rangeSeries(t *testing.T, url, expr string, start, end time.Time, step time.Duration) int {
+	t.Helper()
+	form := neturl.Values{"query": {expr}, "start": {strconv.FormatInt(start.Unix(), 10)},
+		"end": {strconv.FormatInt(end.Unix(), 10)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
+	resp, err := http.PostForm(url+"/api/v1/query_range", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string
+		Data   struct{ Result []json.RawMessage }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Status != "success" {
+		t.Fatalf("%s: status %q, %v", expr, body.Status, err)
+	}
+	return len(body.Data.Result)
 }

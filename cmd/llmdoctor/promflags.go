@@ -2,15 +2,18 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 )
 
 type promFlags struct {
@@ -20,8 +23,13 @@ type promFlags struct {
 	insecure                       bool
 	headers                        []string
 	parallel                       int
-	// in is the run's standard input, for --prom-token-file -.
-	in *input
+	// at and printQueries are diagnose's and checklist's (addOneRun).
+	at           string
+	printQueries bool
+	// in is the run's standard input, for --prom-token-file -; stderr is
+	// where --print-queries writes.
+	in     *input
+	stderr io.Writer
 }
 
 func (p *promFlags) add(f *pflag.FlagSet) {
@@ -41,10 +49,21 @@ func (p *promFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&p.parallel, "prom-parallel", prom.DefaultParallel, "queries in flight at once (the histograms are spread over as many)")
 }
 
+// addOneRun declares the flags of a command that reads one window once.
+func (p *promFlags) addOneRun(f *pflag.FlagSet) {
+	f.StringVar(&p.at, "at", "", "with --prom, instead of --end: a moment to diagnose around; the window is centred on it (now-2h, RFC 3339 or Unix seconds), ending no later than now")
+	f.BoolVar(&p.printQueries, "print-queries", false, "with --prom: print every request to stderr as it is answered, with its PromQL, time, result count and size")
+}
+
 // parseEnd reads now, now minus a duration (now-2h, now-90m, now-1d),
 // RFC 3339 or Unix seconds; "" is now.
 func parseEnd(s string, now time.Time) (time.Time, error) {
-	bad := fmt.Errorf("--end %q: want now, now-2h, RFC 3339 (2026-11-30T12:00:00Z) or Unix seconds", s)
+	return parseTime("--end", s, now)
+}
+
+// parseTime is parseEnd for the flag named.
+func parseTime(flag, s string, now time.Time) (time.Time, error) {
+	bad := fmt.Errorf("%s %q: want now, now-2h, RFC 3339 (2026-11-30T12:00:00Z) or Unix seconds", flag, s)
 	if s == "" || s == "now" {
 		return now, nil
 	}
@@ -97,9 +116,24 @@ func (p *promFlags) connection() (prom.Connection, error) {
 // source is the Prometheus source the flags describe. The window's own
 // checks are diagnosis.Sources.Validate's; here only what cannot be parsed.
 func (p *promFlags) source() (*diagnosis.PromSource, error) {
-	end, err := parseEnd(p.end, time.Now())
+	now := time.Now()
+	end, err := parseEnd(p.end, now)
 	if err != nil {
 		return nil, usageErr("%v", err)
+	}
+	if p.at != "" {
+		if p.end != "" {
+			return nil, usageErr("--at and --end both place the window: give one")
+		}
+		at, err := parseTime("--at", p.at, now)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		// Nothing is recorded after now: a window reaching past it ends there.
+		end = at.Add(p.window / 2)
+		if end.After(now) {
+			end = now
+		}
 	}
 	conn, err := p.connection()
 	if err != nil {
@@ -107,4 +141,44 @@ func (p *promFlags) source() (*diagnosis.PromSource, error) {
 	}
 	return &diagnosis.PromSource{Connection: conn, Options: prom.Options{Window: p.window, End: end, Step: p.step,
 		Selector: p.selector, Parallel: p.parallel}}, nil
+}
+
+// size is a byte count as 812 B, 41.3 kB or 27.1 MB.
+func size(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1e6:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
+
+// queryPrinter writes each request as it is answered: a heading line, then
+// the PromQL indented, ready to paste into Prometheus.
+func queryPrinter(w io.Writer) func(prom.Query) {
+	var mu sync.Mutex
+	n := 0
+	return func(q prom.Query) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		head := fmt.Sprintf("query %d · %s · %s", n, q.Endpoint, units.Duration(q.Took.Seconds()))
+		if q.Err != nil {
+			head += " · failed: " + q.Err.Error()
+		} else {
+			head += fmt.Sprintf(" · %d series", q.Series)
+			if q.Bytes > 0 {
+				head += " · " + size(q.Bytes)
+			}
+		}
+		when := "time " + q.End.UTC().Format(time.RFC3339)
+		if !q.Start.IsZero() {
+			when = "start " + q.Start.UTC().Format(time.RFC3339) + "  end " + q.End.UTC().Format(time.RFC3339)
+		}
+		if q.Step > 0 {
+			when += "  step " + units.ShortDuration(q.Step)
+		}
+		fmt.Fprintf(w, "%s\n  %s\n  %s\n", head, when, strings.ReplaceAll(q.Expr, "\n", "\n  "))
+	}
 }

@@ -44,6 +44,26 @@ type Options struct {
 	// Parallel bounds the queries in flight, and is how many queries the
 	// histograms are spread over (default DefaultParallel).
 	Parallel int
+	// Trace, when set, is told of every request as it is answered; calls
+	// may come from several goroutines at once.
+	Trace func(Query)
+}
+
+// Query is one request to the API, as it went and what came back.
+type Query struct {
+	// Endpoint is the API path: /api/v1/query_range, /api/v1/query or
+	// /api/v1/label/__name__/values.
+	Endpoint string
+	// Expr is the PromQL, or the series selector of a label query.
+	Expr string
+	// Start, End and Step are a range query's; Time (End) an instant's.
+	Start, End time.Time
+	Step       time.Duration
+	// Series is how many series (label values) the answer held, Bytes its
+	// size (0 where not known).
+	Series, Bytes int
+	Took          time.Duration
+	Err           error
 }
 
 // Collector queries one Prometheus API.
@@ -233,7 +253,8 @@ func (bt batch) query() string {
 		// Family names hold no space, so "family part" splits back.
 		parts[i] = fmt.Sprintf(`label_replace(%s, %q, %q, "", "")`, b.expr, tagLabel, b.family+" "+b.part)
 	}
-	return strings.Join(parts, " or ")
+	// One branch a line: what --print-queries shows reads as it was sent.
+	return strings.Join(parts, "\nor ")
 }
 
 // describe names a batch in errors: its first expression, and how many
@@ -433,11 +454,22 @@ func (c *Collector) fetch(ctx context.Context, bt batch, got *answers) error {
 		form.Set("time", formatTime(c.opt.End))
 	}
 	c.sent.Add(1)
+	began := time.Now()
 	body, err := post(ctx, c.client, endpoint, form)
 	var res []series
 	var warns []string
 	if err == nil {
 		res, warns, err = decode(body)
+	}
+	if c.opt.Trace != nil {
+		q := Query{Endpoint: endpoint, Expr: bt.query(), End: c.opt.End, Series: len(res), Bytes: len(body), Took: time.Since(began)}
+		if bt.ranged {
+			q.Start, q.Step = c.opt.End.Add(-c.opt.Window), c.opt.Step
+		}
+		if err != nil {
+			q.Err = c.explain(err, bt.describe())
+		}
+		c.opt.Trace(q)
 	}
 	if err != nil {
 		e := c.explain(err, bt.describe())
@@ -722,7 +754,15 @@ func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[str
 	}
 	match += "}"
 	c.sent.Add(1)
+	began := time.Now()
 	vals, warns, _, err := c.api.LabelValues(ctx, "__name__", []string{match}, start, end)
+	if c.opt.Trace != nil {
+		q := Query{Endpoint: "/api/v1/label/__name__/values", Expr: match, Start: start, End: end, Series: len(vals), Took: time.Since(began)}
+		if err != nil {
+			q.Err = c.explain(err, "listing metric names")
+		}
+		c.opt.Trace(q)
+	}
 	if err != nil {
 		return nil, c.explain(err, "listing metric names")
 	}
