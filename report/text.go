@@ -17,6 +17,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/units"
+	"github.com/llmdoctor/llmdoctor/internal/wrap"
 )
 
 func init() { Register(textRenderer{}) }
@@ -297,42 +298,11 @@ func (p *printer) fit(s string) {
 // continuation lines indented two more.
 func (p *printer) wrap(indent, s string) {
 	limit := p.width - ansi.StringWidth(indent)
-	var cur string
-	first := true
-	flush := func() {
-		p.line(strings.TrimRight(indent+cur, " "))
-		if first {
-			first = false
+	for i, l := range wrap.Lines(s, limit, limit-2) {
+		if i == 1 {
 			indent += "  "
-			limit -= 2
 		}
-		cur = ""
-	}
-	for _, word := range strings.Fields(s) {
-		if cur != "" && ansi.StringWidth(cur)+1+ansi.StringWidth(word) > limit {
-			flush()
-		}
-		for ansi.StringWidth(word) > limit {
-			// A word longer than the line (a URL): break it hard. Cut by
-			// display cells, escape sequences and all: a styled word is
-			// not a prefix of its plain text.
-			head := ansi.Truncate(word, limit, "")
-			n := ansi.StringWidth(head)
-			if n == 0 {
-				break // not one character fits: let it run over
-			}
-			cur = head
-			word = ansi.TruncateLeft(word, n, "")
-			flush()
-		}
-		if cur == "" {
-			cur = word
-		} else {
-			cur += " " + word
-		}
-	}
-	if cur != "" || first {
-		flush()
+		p.line(strings.TrimRight(indent+l, " "))
 	}
 }
 

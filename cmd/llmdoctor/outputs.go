@@ -69,9 +69,12 @@ func (w *widthFlag) Set(s string) error {
 // textWidth is the width of the report on stdout: --width when given,
 // else the terminal's (kept within minWidth..maxWidth) when stdout is one,
 // else 80.
-func (o *outputFlags) textWidth(stdout io.Writer) int {
-	if o.width.n > 0 {
-		return o.width.n
+func (o *outputFlags) textWidth(stdout io.Writer) int { return o.width.columns(stdout) }
+
+// columns is the width given, else the terminal's, else 80.
+func (w widthFlag) columns(stdout io.Writer) int {
+	if w.n > 0 {
+		return w.n
 	}
 	if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		if cols, _, err := term.GetSize(f.Fd()); err == nil && cols > 0 {

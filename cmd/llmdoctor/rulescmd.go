@@ -145,7 +145,12 @@ func newRulesCmd() *cobra.Command {
 			return nil
 		}}
 
+	showFormat := "text"
+	var showWidth widthFlag
 	show := &cobra.Command{Use: "show ID", Short: "Show one rule and its documentation", Args: exactArgs(1),
+		Long: "Show one rule or checklist item: what it judges and why, when it fires, the evidence it reads and how to get\n" +
+			"each piece, its thresholds, next steps and message. --format markdown prints its page under docs/rules.",
+		Example:           "  llmdoctor rules show queue/ttft-dominated\n  llmdoctor rules show check/kv-headroom --format markdown > kv-headroom.md",
 		ValidArgsFunction: completeRuleIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set, _, err := loadRules("-", dirs)
@@ -162,9 +167,15 @@ func newRulesCmd() *cobra.Command {
 					return usageErr("no rule %q (see llmdoctor rules list)", args[0])
 				}
 			}
-			_, err = io.WriteString(cmd.OutOrStdout(), rules.Doc(r))
+			doc := rules.Doc(r)
+			if showFormat == "text" {
+				doc = rules.DocText(r, showWidth.columns(cmd.OutOrStdout()))
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), doc)
 			return err
 		}}
+	show.Flags().Var(choice{&showFormat, []string{"text", "markdown"}}, "format", "text, for a terminal, or markdown, the page under docs/rules")
+	show.Flags().Var(&showWidth, "width", fmt.Sprintf("columns of the text: %d or more (default the terminal's width, else 80)", minWidth))
 
 	lint := &cobra.Command{Use: "lint DIR", Short: "Load and compile the rule files in DIR, reporting every error", Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
