@@ -25,9 +25,12 @@ func newChecklist() *cobra.Command {
 		Long: "checklist reads the same sources as diagnose and checks the pre-launch items: the\n" +
 			"metrics that must be exported, the benchmark's hygiene (streaming, varied prompt\n" +
 			"lengths, open-loop load, warm-up, no cache pollution, no failures), headroom at\n" +
-			"the tested load, and the SLOs given with --slo. Exit 0 when every item passes,\n" +
-			"1 when one fails, 2 when it could not run. An item that cannot be checked never\n" +
-			"counts as a pass; with --strict it fails the gate.",
+			"the tested load, and the SLOs given with --slo. An item that cannot be checked\n" +
+			"never counts as a pass: the headline says NOT VERIFIED, and with --strict it fails\n" +
+			"the gate." +
+			exitStatus("0  no item failed (some may not have been checked, unless --strict)",
+				"1  an item failed, or with --strict could not be checked",
+				exitBadUsage),
 		Example: "  llmdoctor checklist --bench run.json --slo ttft_p99=2s,itl_p99=100ms\n" +
 			"  llmdoctor checklist --prom http://prometheus:9090 --bench run.json --format junit > checklist.xml",
 		Args:    cobra.NoArgs,

@@ -37,7 +37,13 @@ func newDemo() *cobra.Command {
 		Long: "demo starts the simulator in-process on a loopback port, scrapes its /metrics (with\n" +
 			"vLLM's names, or SGLang's with --engine sglang) over HTTP through the same collector as\n" +
 			"diagnose --target, and prints the diagnosis. Each scrape advances the simulator's\n" +
-			"clock, so a 15-minute window takes a second.",
+			"clock, so a 15-minute window takes a second. --list names the scenarios, each\n" +
+			"a bottleneck the diagnosis should find; --scenario also takes your own file." +
+			exitStatus(exitRan, exitBadUsage),
+		Example: "  llmdoctor demo\n" +
+			"  llmdoctor demo --list\n" +
+			"  llmdoctor demo --scenario kv-capacity --details\n" +
+			"  llmdoctor demo --scenario decode-bound --engine sglang --format html > report.html",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if list {
@@ -180,7 +186,17 @@ func newSim() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sim",
 		Short: "Serve a simulated vLLM or SGLang server's /metrics (and /dcgm/metrics) for Prometheus or Grafana",
-		Args:  cobra.NoArgs,
+		Long: "sim runs a scenario of the continuous-batching simulator the demo uses and serves\n" +
+			"what a real server would: vLLM's /metrics (SGLang's with --engine sglang) and\n" +
+			"dcgm-exporter's GPU metrics on /dcgm/metrics, virtual time running --speed times\n" +
+			"faster than real time, until interrupted. With --bench, --log or --openmetrics it\n" +
+			"instead runs the whole scenario at once and writes its requests as vllm bench serve\n" +
+			"JSON, vLLM's periodic stats log, or timestamped OpenMetrics to backfill Prometheus." +
+			exitStatus("0  it served until interrupted, or wrote its files", exitBadUsage),
+		Example: "  llmdoctor sim --scenario queue-bound --listen 127.0.0.1:8000 --speed 10\n" +
+			"  llmdoctor sim --scenario kv-capacity --bench run.json\n" +
+			"  llmdoctor sim --scenario decode-bound --openmetrics window.om",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sc, err := loadScenario(newInput(cmd.InOrStdin()), scenario)
 			if err != nil {

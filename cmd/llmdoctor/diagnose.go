@@ -57,10 +57,21 @@ func newDiagnose() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "diagnose",
 		Short: "Diagnose vLLM or SGLang from Prometheus, live scrapes, snapshots, logs or benchmark results",
+		Long: "diagnose reads one metrics source (--prom, --target, --snapshot or --log) and any\n" +
+			"request-level files beside it (--bench, --requests) into one window, runs the rules\n" +
+			"over each target (a model, or the labels of --group-by) and prints the verdict: the\n" +
+			"bottleneck, the numbers that show it, and the next steps, cheapest first. What could\n" +
+			"not be checked is named as a gap, never passed. The text report's first screen is\n" +
+			"short; --details prints everything, --format json the v1 contract." +
+			exitStatus("0  it ran, whatever it found",
+				"1  a finding at or above --fail-on fired",
+				exitBadUsage),
 		Example: "  llmdoctor diagnose --prom http://prometheus:9090 --window 15m --selector 'namespace=\"prod\"'\n" +
 			"  llmdoctor diagnose --target http://127.0.0.1:8000 --dcgm 127.0.0.1:9400 --duration 2m\n" +
 			"  llmdoctor diagnose --snapshot start.prom --snapshot end.prom --snapshot-interval 15m --format json\n" +
-			"  llmdoctor diagnose --log vllm.log --bench run.json",
+			"  llmdoctor diagnose --prom http://prometheus:9090 --at 2026-11-30T14:05:00Z --print-queries\n" +
+			"  llmdoctor diagnose --log vllm.log --bench run.json\n" +
+			"  llmdoctor diagnose --bench run.json --details",
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error { o.setInput(cmd); return o.stdinUses() },
 		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },

@@ -216,6 +216,13 @@ var readmeUsage = map[string]func(t *testing.T){
 			t.Errorf("explain stage.queue.mean:\n%s", out)
 		}
 	},
+	`llmdoctor docs man DIR                           (a man page per command, from its help text)`: func(t *testing.T) {
+		dir := t.TempDir()
+		runs(t, ran, "docs", "man", dir)
+		if b, err := os.ReadFile(filepath.Join(dir, "llmdoctor-diagnose.1")); err != nil || !strings.Contains(string(b), "Exit status:") {
+			t.Errorf("docs man: %v\n%.300s", err, b)
+		}
+	},
 }
 
 // writingRulesDir lays out the rule and fixtures of docs/writing-rules.md.

@@ -73,7 +73,14 @@ func newRoot() *cobra.Command {
 		Long: "llmdoctor reads what a vLLM deployment already exposes — Prometheus, /metrics, DCGM\n" +
 			"GPU metrics, server logs, benchmark results — builds one evidence model, runs\n" +
 			"declarative rules over it and reports the likely bottleneck, the numbers that prove\n" +
-			"it, and the next step, cheapest first. Start with: llmdoctor demo",
+			"it, and the next step, cheapest first. Start with: llmdoctor demo" +
+			exitStatus("0  it ran (findings alone never fail a run)",
+				"1  a gate failed: diagnose --fail-on, a checklist item, rules lint or rules test",
+				exitBadUsage),
+		Example: "  llmdoctor demo\n" +
+			"  llmdoctor diagnose --prom http://prometheus:9090 --window 15m\n" +
+			"  llmdoctor checklist --bench run.json --slo ttft_p99=2s\n" +
+			"  llmdoctor explain stage.queue.mean",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -84,7 +91,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newSim(), newRulesCmd(), newServe(), newExplain())
+	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newSim(), newRulesCmd(), newServe(), newExplain(), newDocs())
 	addCompletions(root)
 	return root
 }

@@ -104,10 +104,22 @@ func configError(name string, err error) error {
 func newRulesCmd() *cobra.Command {
 	var dirs []string
 	var verbose bool
-	c := &cobra.Command{Use: "rules", Short: "List, show, lint and test diagnosis rules"}
+	c := &cobra.Command{Use: "rules", Short: "List, show, lint and test diagnosis rules",
+		Long: "A rule is a YAML file: a condition in expr over the evidence, what it reads, its\n" +
+			"thresholds, its message and next steps, and fixtures beside it (docs/writing-rules.md).\n" +
+			"--rules DIR adds a directory of your own to the built-in ones." +
+			exitStatus(exitRan, "1  rules lint found an error, or rules test a failing case", exitBadUsage),
+		Example: "  llmdoctor rules list\n" +
+			"  llmdoctor rules show queue/ttft-dominated\n" +
+			"  llmdoctor rules lint ./team-rules\n" +
+			"  llmdoctor rules test ./team-rules"}
 	c.PersistentFlags().StringArrayVar(&dirs, "rules", nil, "directory of extra rule files; repeatable")
 
 	list := &cobra.Command{Use: "list", Short: "List every rule", Args: cobra.NoArgs,
+		Long: "List every diagnosis rule and checklist item, built-in and from --rules: its id,\n" +
+			"severity, bottleneck and title, one a line under a header. On a terminal titles are\n" +
+			"cut to its width; piped, lines are whole." + exitStatus(exitRan, exitBadUsage),
+		Example: "  llmdoctor rules list\n  llmdoctor rules list --rules ./team-rules | grep critical",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set, _, err := loadRules("-", dirs)
 			if err != nil {
@@ -148,8 +160,10 @@ func newRulesCmd() *cobra.Command {
 	showFormat := "text"
 	var showWidth widthFlag
 	show := &cobra.Command{Use: "show ID", Short: "Show one rule and its documentation", Args: exactArgs(1),
-		Long: "Show one rule or checklist item: what it judges and why, when it fires, the evidence it reads and how to get\n" +
-			"each piece, its thresholds, next steps and message. --format markdown prints its page under docs/rules.",
+		Long: "Show one rule or checklist item: what it judges and why, when it fires, the evidence\n" +
+			"it reads and how to get each piece, its thresholds, next steps and message.\n" +
+			"--format markdown prints its page under docs/rules." +
+			exitStatus("0  the rule exists", "2  it does not, or the rules cannot be loaded"),
 		Example:           "  llmdoctor rules show queue/ttft-dominated\n  llmdoctor rules show check/kv-headroom --format markdown > kv-headroom.md",
 		ValidArgsFunction: completeRuleIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -178,6 +192,11 @@ func newRulesCmd() *cobra.Command {
 	show.Flags().Var(&showWidth, "width", fmt.Sprintf("columns of the text: %d or more (default the terminal's width, else 80)", minWidth))
 
 	lint := &cobra.Command{Use: "lint DIR", Short: "Load and compile the rule files in DIR, reporting every error", Args: exactArgs(1),
+		Long: "Load and compile every rule file under DIR beside the built-in rules: YAML, the\n" +
+			"expressions, the evidence paths they read, params, message templates, ids that\n" +
+			"clash. Every error is printed as FILE:LINE: what is wrong." +
+			exitStatus("0  every rule compiles", "1  a rule does not", exitBadUsage),
+		Example: "  llmdoctor rules lint ./team-rules",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rs, err := rules.LoadFS(os.DirFS(args[0]), ".", false)
 			if err != nil {
@@ -195,6 +214,11 @@ func newRulesCmd() *cobra.Command {
 		}}
 
 	test := &cobra.Command{Use: "test [DIR]", Short: "Run rule fixtures (fired, quiet, insufficient cases per rule)", Args: maxArgs(1),
+		Long: "Run each rule's fixtures: the files in RULE.tests/ beside it, named for the outcome\n" +
+			"they expect (fired-*.yaml, quiet-*.yaml, insufficient-*.yaml), each an evidence\n" +
+			"set and what the message or bound must say. Without DIR, the built-in rules." +
+			exitStatus("0  every case gave its outcome", "1  a case did not", exitBadUsage),
+		Example: "  llmdoctor rules test\n  llmdoctor rules test ./team-rules",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var results []rules.TestResult
 			file := func(r *rules.Rule) string { return r.File }
@@ -244,6 +268,9 @@ func newRulesCmd() *cobra.Command {
 	test.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the cases that pass")
 
 	docs := &cobra.Command{Use: "docs DIR", Short: "Write the rule catalogue and one page per rule into DIR", Args: exactArgs(1),
+		Long: "Write README.md, the catalogue, and one Markdown page per built-in rule and\n" +
+			"checklist item into DIR, as docs/rules holds them." + exitStatus(exitRan, exitBadUsage),
+		Example: "  llmdoctor rules docs docs/rules",
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set, _, err := loadRules("-", nil)

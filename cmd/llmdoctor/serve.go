@@ -73,7 +73,9 @@ func newServeWith(o *serveOpts) *cobra.Command {
 			"each target, kept in memory: lost on restart). GET /api/v1/diagnosis?selector=…&window=…\n" +
 			"answers the JSON contract, GET /metrics the verdicts and findings, GET /healthz and\n" +
 			"/readyz the probes. Settings come from flags or from --config serve.yaml (a flag's\n" +
-			"name as key); flags win. docs/slack.md has the setup.",
+			"name as key); flags win. docs/slack.md has the setup." +
+			exitStatus("0  it stopped on SIGINT or SIGTERM, requests in flight answered",
+				"2  bad usage, an unreadable settings file, or an address it cannot listen on"),
 		Example: "  LLMDOCTOR_SLACK_TOKEN=xoxb-… llmdoctor serve --prom http://prometheus:9090 --slack-channel C0123ABCD \\\n" +
 			"      --alertmanager-token-file /secrets/am-token --external-url https://llmdoctor.example.com\n" +
 			"  llmdoctor serve --config serve.yaml",
