@@ -26,7 +26,7 @@ func newExplain() *cobra.Command {
 it (what each serving engine exports for it, where engines differ) and which
 rules read it. FIELD is a path as rules, findings and gaps name it
 (stage.queue.mean); a layer (stage) or a distribution (stage.queue) lists the
-fields under it.`+exitStatus("0  the field exists",
+fields under it.` + exitStatus("0  the field exists",
 			"2  it does not (the nearest names are listed), or the rules cannot be loaded"),
 		Example: `  llmdoctor explain stage.queue.mean
   llmdoctor explain stage.queue

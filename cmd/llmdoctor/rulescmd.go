@@ -271,7 +271,7 @@ func newRulesCmd() *cobra.Command {
 		Long: "Write README.md, the catalogue, and one Markdown page per built-in rule and\n" +
 			"checklist item into DIR, as docs/rules holds them." + exitStatus(exitRan, exitBadUsage),
 		Example: "  llmdoctor rules docs docs/rules",
-		Hidden: true,
+		Hidden:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set, _, err := loadRules("-", nil)
 			if err != nil {
