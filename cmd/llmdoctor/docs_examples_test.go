@@ -216,6 +216,13 @@ var readmeUsage = map[string]func(t *testing.T){
 			t.Errorf("explain stage.queue.mean:\n%s", out)
 		}
 	},
+	`llmdoctor config init | check [PATH]             (a commented llmdoctor.yaml at the defaults; check one as a run would)`: func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "llmdoctor.yaml")
+		runs(t, ran, "config", "init", path)
+		if out := runs(t, ran, "config", "check", path); !strings.Contains(out, "OK (0 rule overrides, 0 suppressions)") {
+			t.Errorf("config check of config init's file:\n%s", out)
+		}
+	},
 	`llmdoctor docs man DIR                           (a man page per command, from its help text)`: func(t *testing.T) {
 		dir := t.TempDir()
 		runs(t, ran, "docs", "man", dir)
@@ -402,8 +409,9 @@ func TestReadmeProseExamplesRun(t *testing.T) {
 			}
 		}
 		outputs := []string{}
-		dirs, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*"))
+		dirs, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*", "end.prom"))
 		for _, d := range dirs {
+			d = filepath.Dir(d)
 			outputs = append(outputs, runs(t, ran, append([]string{"diagnose", "--format", "json"}, example(filepath.Base(d))...)...))
 		}
 		// Members are per engine or per replica: two replicas have them.

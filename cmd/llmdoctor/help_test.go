@@ -35,7 +35,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 				t.Errorf("%s: long help line of %d characters: %q", path, len([]rune(line)), line)
 			}
 		}
-		for _, ex := range examples(c.Example) {
+		for _, ex := range exampleLines(c.Example) {
 			args := words(ex)
 			if len(args) == 0 || args[0] != "llmdoctor" {
 				t.Errorf("%s: example %q does not run llmdoctor", path, ex)
@@ -62,10 +62,10 @@ func TestHelpOfEveryCommand(t *testing.T) {
 	walk(root)
 }
 
-// examples are an Example's command lines: continuation lines joined, an
+// exampleLines are an Example's command lines: continuation lines joined, an
 // environment assignment before the command, a redirection or a pipe
 // after it dropped.
-func examples(s string) []string {
+func exampleLines(s string) []string {
 	var out []string
 	cur := ""
 	for _, l := range strings.Split(s, "\n") {
