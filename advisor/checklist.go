@@ -67,9 +67,11 @@ type Item struct {
 	Evidence map[string]float64 `json:"evidence,omitempty"`
 	// Fix says what to do when the item fails; How, what evidence to add
 	// when it cannot be checked.
-	Fix  []rules.Step `json:"fix,omitempty"`
-	How  string       `json:"how,omitempty"`
-	Docs string       `json:"docs"`
+	Fix []rules.Step `json:"fix,omitempty"`
+	How string       `json:"how,omitempty"`
+	// Missing names the evidence an item that cannot be checked lacks.
+	Missing []string `json:"missing,omitempty"`
+	Docs    string   `json:"docs"`
 }
 
 // CheckTarget turns checklist rule results into items: fired fails, quiet
@@ -96,7 +98,7 @@ func CheckTarget(e *evidence.Evidence, results []rules.Result) ChecklistTarget {
 			t.Passed++
 		default:
 			g := gapOf(r)
-			it.Status, it.How = CannotCheck, g.How
+			it.Status, it.How, it.Missing = CannotCheck, g.How, g.Missing
 			it.Message = "needs " + joinPaths(g.Missing)
 			t.CannotCheck++
 		}

@@ -117,7 +117,7 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 		width = 80
 	}
 	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
-	p := &printer{w: w, width: width, st: st}
+	p := &printer{w: w, width: width, st: st, details: o.Details}
 	verdict := checklistVerdict(c)
 	switch c.Status {
 	case advisor.Pass:
@@ -140,39 +140,94 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 	for _, n := range c.Notes {
 		p.wrap("  ", "note: "+n)
 	}
+	held := false
 	for _, t := range c.Targets {
 		p.blank()
 		p.fit(st.head.Render("── " + targetName(t.Target)))
-		for _, it := range t.Items {
-			mark := itemMark(it.Status)
-			switch {
-			case it.Status == advisor.Pass:
-				mark = st.ok.Render(mark)
-			case it.Status == advisor.Fail && it.Blocking:
-				mark = st.crit.Render(mark)
-			default:
-				mark = st.warn.Render(mark)
-			}
-			advisory := ""
-			if !it.Blocking {
-				advisory = " (advisory)"
-			}
-			p.wrap("  ", mark+" "+it.Title+advisory)
-			if it.Message != "" {
-				p.wrap("      ", it.Message)
-			}
-			for _, f := range it.Fix {
-				p.wrap("      ", st.dim.Render(fmt.Sprintf("fix [%s]: %s", f.Cost, f.Do)))
-			}
-			if it.How != "" {
-				p.wrap("      ", st.dim.Render("how: "+it.How))
-			}
+		items, engine, passed := t.Items, []string(nil), []string(nil)
+		if !o.Details {
+			items, engine, passed = shortItems(t)
+			held = held || len(engine)+len(passed) > 0
+		}
+		if len(engine) > 0 {
+			p.wrap("  ", fmt.Sprintf("%s %d item%s need the serving engine's metrics, which no source here gives (add --prom URL, or --target URL for its /metrics): %s",
+				st.warn.Render("?"), len(engine), plural(len(engine)), strings.Join(engine, ", ")))
+		}
+		for _, it := range items {
+			p.item(it)
+		}
+		if len(passed) > 0 {
+			p.wrap("  ", fmt.Sprintf("%s %d more passed: %s", st.ok.Render("✓"), len(passed), strings.Join(passed, ", ")))
 		}
 		p.blank()
 		p.fit(st.dim.Render(fmt.Sprintf("%d passed · %d failed · %d could not be checked%s", t.Passed, t.Failed, t.CannotCheck,
 			map[bool]string{true: " (strict: counts as failed)", false: ""}[c.Strict && t.CannotCheck > 0])))
 	}
+	if held {
+		p.blank()
+		p.fit(st.dim.Render("--details: every item with its message, and what each unchecked one needs."))
+	}
 	return p.err
+}
+
+// item writes one checklist item whole: its mark and title, message, fixes
+// and how to check it.
+func (p *printer) item(it advisor.Item) {
+	st := p.st
+	mark := itemMark(it.Status)
+	switch {
+	case it.Status == advisor.Pass:
+		mark = st.ok.Render(mark)
+	case it.Status == advisor.Fail && it.Blocking:
+		mark = st.crit.Render(mark)
+	default:
+		mark = st.warn.Render(mark)
+	}
+	advisory := ""
+	if !it.Blocking {
+		advisory = " (advisory)"
+	}
+	p.wrap("  ", mark+" "+it.Title+advisory)
+	if it.Message != "" {
+		p.wrap("      ", it.Message)
+	}
+	for _, f := range it.Fix {
+		p.wrap("      ", st.dim.Render(fmt.Sprintf("fix [%s]: %s", f.Cost, f.Do)))
+	}
+	if it.How != "" {
+		p.wrap("      ", st.dim.Render("how: "+it.How))
+	}
+}
+
+// shortItems is what the checklist's first screen shows of a target: every
+// failure, every SLO gate with its number, every other item that could not
+// be checked; items that wait only on the engine's metrics when no source
+// gives them, and the other passes, by id in a line each.
+func shortItems(t advisor.ChecklistTarget) (shown []advisor.Item, engine, passed []string) {
+	for _, it := range t.Items {
+		switch {
+		case it.Status == advisor.Pass && !strings.HasPrefix(it.ID, "slo/"):
+			passed = append(passed, it.ID)
+		case it.Status == advisor.CannotCheck && t.Target.ServedBy == "" && len(it.Missing) > 0 && allEngine(it.Missing):
+			engine = append(engine, it.ID)
+		default:
+			shown = append(shown, it)
+		}
+	}
+	return shown, engine, passed
+}
+
+// allEngine reports whether every path is one only the serving engine's
+// metrics give (not a benchmark or request file, not dcgm-exporter).
+func allEngine(paths []string) bool {
+	for _, path := range paths {
+		how, ok := evidence.HowOf(path)
+		if !ok || strings.Contains(how, "per-request") || strings.Contains(how, "benchmark result") ||
+			strings.Contains(strings.ToLower(how), "dcgm") {
+			return false
+		}
+	}
+	return true
 }
 
 // checklistVerdict is the checklist's headline: READY only when every
@@ -689,7 +744,7 @@ func engineGaps(t advisor.TargetReport) (rest []advisor.Gap, engine []string) {
 			continue // quiet by a bound: what it says stays in sight
 		}
 		for _, m := range g.Details {
-			if how, ok := evidence.HowOf(m.Path); ok && !strings.Contains(how, "per-request") && !strings.Contains(how, "benchmark result") {
+			if allEngine([]string{m.Path}) {
 				grouped[g.Rule] = true
 			}
 		}

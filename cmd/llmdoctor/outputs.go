@@ -36,6 +36,8 @@ func (o *outputFlags) add(f *pflag.FlagSet, doc report.Document) {
 	f.Var(&o.width, "width", fmt.Sprintf("columns of the text report: %d or more, wider taken as %d (default the terminal's width, else 80)", minWidth, maxWidth))
 	if doc == report.DiagnosisDoc {
 		f.BoolVarP(&o.details, "details", "v", false, "the whole text report: every finding with its evidence, sources and docs, every check that could not run, the curves (a text --output file always has it)")
+	} else {
+		f.BoolVarP(&o.details, "details", "v", false, "the whole text checklist: every item with its message, and what each unchecked one needs (a text --output file always has it)")
 	}
 	o.slack.add(f)
 }
