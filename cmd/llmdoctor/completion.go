@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
@@ -37,7 +41,7 @@ func addCompletions(root *cobra.Command) {
 		comps := map[string]func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective){
 			"format":   fixed(report.Names(doc)...),
 			"color":    fixed("auto", "always", "never"),
-			"group-by": fixed(groupLabels...),
+			"group-by": completeGroupBy,
 			"fail-on":  fixed("info", "warning", "critical"),
 			"scenario": func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
 				var out []string
@@ -86,4 +90,69 @@ func completeRuleIDs(_ *cobra.Command, args []string, prefix string) ([]string, 
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeGroupBy offers the label names of the engines' series when
+// --prom is given and answers within a few seconds, else the common ones.
+// A comma-separated list is completed at its last name.
+func completeGroupBy(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	done, last := "", toComplete
+	if i := strings.LastIndex(toComplete, ","); i >= 0 {
+		done, last = toComplete[:i+1], toComplete[i+1:]
+	}
+	names := groupLabels
+	if live := sourceLabels(cmd); len(live) > 0 {
+		names = live
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, last) && !slices.Contains(strings.Split(done, ","), n) {
+			out = append(out, done+n)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// sourceLabels asks the --prom server of the command line being completed
+// for its label names over the day before --end or --at (else now); nil
+// when there is none, or it does not answer within three seconds.
+func sourceLabels(cmd *cobra.Command) []string {
+	f := cmd.Flags()
+	url, _ := f.GetString("prom")
+	if url == "" {
+		return nil
+	}
+	p := promFlags{url: url, in: newInput(strings.NewReader(""))}
+	p.selector, _ = f.GetString("selector")
+	p.tokenFile, _ = f.GetString("prom-token-file")
+	p.user, _ = f.GetString("prom-user")
+	p.ca, _ = f.GetString("prom-ca")
+	p.cert, _ = f.GetString("prom-cert")
+	p.key, _ = f.GetString("prom-key")
+	p.insecure, _ = f.GetBool("prom-insecure")
+	p.headers, _ = f.GetStringArray("prom-header")
+	p.timeout = 3 * time.Second
+	if p.tokenFile == "-" {
+		return nil // standard input is the shell's
+	}
+	conn, err := p.connection()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+	defer cancel()
+	// Over the day before the window's end, where the line gives one.
+	end := time.Now()
+	for _, name := range []string{"end", "at"} {
+		if v, _ := f.GetString(name); v != "" {
+			if t, err := parseTime("--"+name, v, end); err == nil {
+				end = t
+			}
+		}
+	}
+	names, err := prom.LabelNames(ctx, conn, p.selector, end.Add(-24*time.Hour), end)
+	if err != nil {
+		return nil
+	}
+	return names
 }

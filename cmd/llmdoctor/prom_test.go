@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -636,4 +637,34 @@ func rangeSeries(t *testing.T, url, expr string, start, end time.Time, step time
 		t.Fatalf("%s: status %q, %v", expr, body.Status, err)
 	}
 	return len(body.Data.Result)
+}
+
+// With --prom on the line, --group-by completes to the labels the engines'
+// series have there, not a fixed list; an unreachable server falls back to
+// the common names.
+func TestGroupByCompletesFromTheSource(t *testing.T) {
+	t.Parallel()
+	fx := backfilledProm(t)
+	end := strconv.FormatInt(fx.ends["queue-bound"].Unix(), 10)
+	code, out, errOut := runCLI(t, "__complete", "diagnose", "--prom", fx.url, "--end", end, "--group-by", "")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	got := strings.Fields(out)
+	// The backfill's series have model_name and engine (and the GPU
+	// exporter's, its own labels; the cache config, its settings).
+	for _, want := range []string{"model_name", "engine"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%q not offered: %q", want, got)
+		}
+	}
+	for _, absent := range []string{"pod", "namespace", "__name__", "le", "block_size", "Hostname", "finished_reason"} {
+		if slices.Contains(got, absent) {
+			t.Errorf("%q offered, though no series has it: %q", absent, got)
+		}
+	}
+	_, out, _ = runCLI(t, "__complete", "diagnose", "--prom", "http://127.0.0.1:1", "--group-by", "")
+	if !strings.Contains(out, "namespace\n") {
+		t.Errorf("unreachable server: %q", out)
+	}
 }

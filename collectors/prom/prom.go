@@ -738,9 +738,9 @@ func dedup(l []string) []string {
 	return out
 }
 
-// discover asks once which metric names exist, instead of assuming an engine
-// or exporter version.
-func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[string]bool, error) {
+// familiesMatch is a series selector for every family the catalogues know
+// (engines' and exporters'), within the selector.
+func familiesMatch(selector string) string {
 	var alts []string
 	for _, n := range engine.Families() {
 		if m, _ := engine.Known(n); m.Kind == engine.Histogram {
@@ -749,10 +749,16 @@ func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[str
 		alts = append(alts, regexp.QuoteMeta(n))
 	}
 	match := fmt.Sprintf(`{__name__=~%q`, strings.Join(alts, "|"))
-	if s := strings.TrimSpace(c.opt.Selector); s != "" {
+	if s := strings.TrimSpace(selector); s != "" {
 		match += "," + s
 	}
-	match += "}"
+	return match + "}"
+}
+
+// discover asks once which metric names exist, instead of assuming an engine
+// or exporter version.
+func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[string]bool, error) {
+	match := familiesMatch(c.opt.Selector)
 	c.sent.Add(1)
 	began := time.Now()
 	vals, warns, _, err := c.api.LabelValues(ctx, "__name__", []string{match}, start, end)
@@ -770,6 +776,43 @@ func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[str
 	out := map[string]bool{}
 	for _, v := range vals {
 		out[string(v)] = true
+	}
+	return out, nil
+}
+
+// LabelNames lists the labels a diagnosis may be grouped by: those of the
+// engines' running-requests gauges between start and end (within the
+// selector, when given). Every engine series has a target's labels; the
+// gauge has none of a histogram's, an info metric's or the GPU exporter's.
+func LabelNames(ctx context.Context, conn Connection, selector string, start, end time.Time) ([]string, error) {
+	c, err := New(conn, Options{Selector: selector})
+	if err != nil {
+		return nil, err
+	}
+	var alts []string
+	for _, e := range engine.Engines() {
+		for _, m := range e.Catalogue {
+			if m.Key == engine.Running {
+				for _, n := range m.Names {
+					alts = append(alts, regexp.QuoteMeta(n))
+				}
+			}
+		}
+	}
+	match := fmt.Sprintf(`{__name__=~%q`, strings.Join(alts, "|"))
+	if s := strings.TrimSpace(selector); s != "" {
+		match += "," + s
+	}
+	c.sent.Add(1)
+	names, _, _, err := c.api.LabelNames(ctx, []string{match + "}"}, start, end)
+	if err != nil {
+		return nil, c.explain(err, "listing label names")
+	}
+	var out []string
+	for _, n := range names {
+		if n != "__name__" && n != "le" {
+			out = append(out, string(n))
+		}
 	}
 	return out, nil
 }
