@@ -45,6 +45,8 @@ var allowed = map[string][]string{
 	"internal/redact":     {},
 	"internal/units":      {},
 	"internal/wrap":       {},
+	// The example configuration config init writes, embedded.
+	"examples": {},
 	// SVG charts drawn in Go for the HTML report.
 	"internal/chart": {"internal/units"},
 	// Headless Chromium for tests of the pages.
