@@ -82,6 +82,9 @@ type TargetReport struct {
 	// Text holds names findings cite (evidence.TextFields: the outlier
 	// instance of a fleet).
 	Text map[string]string `json:"text,omitempty"`
+	// Resolution holds, by evidence path, the bounds of the histogram
+	// bucket a quantile was interpolated in (stage.ttft.p99: [5, 7.5]).
+	Resolution map[string][2]float64 `json:"resolution,omitempty"`
 }
 
 // Primary is the verdict: the root-cause bottleneck.
@@ -254,6 +257,9 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 	t.Curves = e.TrustedCurves()
 	if len(e.Text) > 0 {
 		t.Text = e.Text
+	}
+	if len(e.Resolution) > 0 {
+		t.Resolution = e.Resolution
 	}
 	for _, m := range e.Members {
 		mm := Member{Target: m.Target, Evidence: map[string]float64{}}

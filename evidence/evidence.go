@@ -203,6 +203,10 @@ type Evidence struct {
 	Text map[string]string
 	// Curves are small point series for charts, keyed as Curves documents.
 	Curves map[string][][2]float64
+	// Resolution holds, by path (stage.ttft.p99), the bounds of the
+	// histogram bucket a quantile was interpolated in: the true quantile
+	// lies somewhere between them.
+	Resolution map[string][2]float64
 	// Inconsistencies are contradictions found in the evidence; the nodes
 	// they name are withheld from rules.
 	Inconsistencies []Inconsistency
@@ -317,4 +321,13 @@ func Summarise(points []float64) Series {
 		s.Mean, s.FracPositive, s.Samples = sum/n, pos/n, n
 	}
 	return s
+}
+
+// SetResolution records that the value at path is known only to lie
+// between lo and hi (a quantile interpolated in a histogram bucket).
+func (e *Evidence) SetResolution(path string, lo, hi float64) {
+	if e.Resolution == nil {
+		e.Resolution = map[string][2]float64{}
+	}
+	e.Resolution[path] = [2]float64{lo, hi}
 }

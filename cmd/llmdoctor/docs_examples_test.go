@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"io"
 	"net"
@@ -221,6 +222,21 @@ var readmeUsage = map[string]func(t *testing.T){
 		runs(t, ran, "config", "init", path)
 		if out := runs(t, ran, "config", "check", path); !strings.Contains(out, "OK (0 rule overrides, 0 suppressions)") {
 			t.Errorf("config check of config init's file:\n%s", out)
+		}
+	},
+	`llmdoctor compare before.json after.json [--fail-on-regression ttft_p99=10%] [--format markdown]`: func(t *testing.T) {
+		dir := t.TempDir()
+		var saved []string
+		for _, name := range []string{"queueing", "queueing"} {
+			p := filepath.Join(dir, fmt.Sprintf("%d.json", len(saved)))
+			out := runs(t, ran, append([]string{"diagnose", "--format", "json"}, example(name)...)...)
+			if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			saved = append(saved, p)
+		}
+		if out := runs(t, ran, "compare", saved[0], saved[1], "--fail-on-regression", "ttft_p99=10%", "--format", "markdown"); !strings.Contains(out, "**= no change**") {
+			t.Errorf("compare of one diagnosis with itself:\n%s", out)
 		}
 	},
 	`llmdoctor docs man DIR                           (a man page per command, from its help text)`: func(t *testing.T) {

@@ -233,10 +233,17 @@ func (b *builder) dist(key, path string) evidence.Dist {
 				Note: fmt.Sprintf("%s: the mean (_sum ÷ _count = %g) lies outside the buckets that hold observations (%g to %g): it is withheld", name, d.Mean, lo, hi)})
 		}
 	}
-	d.P50 = window.Quantile(0.5, buckets)
-	d.P90 = window.Quantile(0.9, buckets)
-	d.P95 = window.Quantile(0.95, buckets)
-	d.P99 = window.Quantile(0.99, buckets)
+	for _, q := range []struct {
+		q    float64
+		name string
+		v    *float64
+	}{{0.5, "p50", &d.P50}, {0.9, "p90", &d.P90}, {0.95, "p95", &d.P95}, {0.99, "p99", &d.P99}} {
+		v, lo, hi := window.QuantileBucket(q.q, buckets)
+		*q.v = v
+		if lo < hi && !math.IsInf(hi, 0) {
+			b.e.SetResolution(path+"."+q.name, lo, hi)
+		}
+	}
 	// histogram_quantile answers the highest finite bound for a rank in the
 	// +Inf bucket: only a lower limit, which a rule would read as the value
 	// (a p99 within an SLO that it is not). Token counts are left as they

@@ -11,41 +11,53 @@ import (
 // positive, the second-highest bound when the rank falls in +Inf, NaN without
 // a +Inf bucket or without observations. The input is not modified.
 func Quantile(q float64, in []Bucket) float64 {
+	v, _, _ := QuantileBucket(q, in)
+	return v
+}
+
+// QuantileBucket is Quantile with the bounds of the bucket the value was
+// interpolated in: the value is known only to lie between them. Where
+// Quantile answers a bound itself (the rank in the +Inf bucket, a bucket at
+// or below zero), both bounds are that answer; NaN where it answers NaN.
+func QuantileBucket(q float64, in []Bucket) (v, lo, hi float64) {
+	nan := math.NaN()
 	if math.IsNaN(q) {
-		return math.NaN()
+		return nan, nan, nan
 	}
 	if q < 0 {
-		return math.Inf(-1)
+		return math.Inf(-1), math.Inf(-1), math.Inf(-1)
 	}
 	if q > 1 {
-		return math.Inf(1)
+		return math.Inf(1), math.Inf(1), math.Inf(1)
 	}
 	if len(in) == 0 {
-		return math.NaN()
+		return nan, nan, nan
 	}
 	b := make([]Bucket, len(in))
 	copy(b, in)
 	sort.SliceStable(b, func(i, j int) bool { return b[i].UpperBound < b[j].UpperBound })
 	if !math.IsInf(b[len(b)-1].UpperBound, 1) {
-		return math.NaN()
+		return nan, nan, nan
 	}
 	b = coalesce(b)
 	correctPrecision(b, 1e-12)
 	ensureMonotonic(b)
 	if len(b) < 2 {
-		return math.NaN()
+		return nan, nan, nan
 	}
 	obs := b[len(b)-1].Count
 	if obs == 0 || math.IsNaN(obs) {
-		return math.NaN()
+		return nan, nan, nan
 	}
 	rank := q * obs
 	i := sort.Search(len(b)-1, func(i int) bool { return b[i].Count >= rank })
 	if i == len(b)-1 {
-		return b[len(b)-2].UpperBound
+		x := b[len(b)-2].UpperBound
+		return x, x, x
 	}
 	if i == 0 && b[0].UpperBound <= 0 {
-		return b[0].UpperBound
+		x := b[0].UpperBound
+		return x, x, x
 	}
 	start, end, count := 0.0, b[i].UpperBound, b[i].Count
 	if i > 0 {
@@ -53,7 +65,7 @@ func Quantile(q float64, in []Bucket) float64 {
 		count -= b[i-1].Count
 		rank -= b[i-1].Count
 	}
-	return start + (end-start)*(rank/count)
+	return start + (end-start)*(rank/count), start, end
 }
 
 func coalesce(b []Bucket) []Bucket {

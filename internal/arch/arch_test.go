@@ -25,7 +25,8 @@ var allowed = map[string][]string{
 	"evidence":          {"internal/units"},
 	"rules":             {"evidence", "internal/units", "internal/wrap"},
 	"advisor":           {"evidence", "rules", "internal/units"},
-	"report":            {"advisor", "evidence", "rules", "internal/units", "internal/wrap", "internal/chart"},
+	"report":            {"advisor", "compare", "evidence", "rules", "internal/units", "internal/wrap", "internal/chart"},
+	"compare":           {"advisor", "evidence"},
 	"diagnosis":         {"collectors/", "evidence", "rules", "advisor", "internal/"},
 	// The seam: transports and the builder know kinds, never an engine.
 	"collectors/engine": {"collectors/window", "evidence"},

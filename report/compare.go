@@ -1,0 +1,170 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/llmdoctor/llmdoctor/compare"
+	"github.com/llmdoctor/llmdoctor/internal/units"
+)
+
+// ComparisonText writes a comparison for people: per target the verdict in
+// a line, the conditions side by side (changes beyond tolerance marked),
+// each latency figure before and after with its noise band, the
+// bottleneck, the findings that appeared or cleared.
+func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
+	width := o.Width
+	if width <= 0 {
+		width = 80
+	}
+	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
+	p := &printer{w: w, width: width, st: st, details: true}
+	p.fit(st.head.Render("llmdoctor comparison"))
+	p.wrap("  ", "before: "+c.Before.Name+" "+sideWindow(c.Before))
+	p.wrap("  ", "after:  "+c.After.Name+" "+sideWindow(c.After))
+	for _, u := range c.Unmatched {
+		p.wrap("  ", fmt.Sprintf("%s %s is in the %s diagnosis only", st.warn.Render("?"), targetName(u.Target), u.Side))
+	}
+	for _, t := range c.Targets {
+		p.blank()
+		p.fit(st.head.Render("── " + targetName(t.Target)))
+		mark := st.ok.Render("= NO CHANGE")
+		switch t.Verdict {
+		case compare.NotComparable:
+			mark = st.warn.Render("? NOT COMPARABLE")
+		case compare.Changed:
+			mark = st.bold.Render("Δ CHANGED")
+		}
+		p.wrap("", mark+"  "+strings.TrimPrefix(t.Why, strings.ReplaceAll(t.Verdict, "-", " ")+": "))
+		if t.Bottleneck[0] != t.Bottleneck[1] {
+			p.wrap("  ", fmt.Sprintf("bottleneck: %s → %s", t.Bottleneck[0], t.Bottleneck[1]))
+		} else {
+			p.wrap("  ", "bottleneck: "+t.Bottleneck[0]+", both")
+		}
+		if len(t.Appeared) > 0 {
+			p.wrap("  ", "findings appeared: "+strings.Join(t.Appeared, ", "))
+		}
+		if len(t.Cleared) > 0 {
+			p.wrap("  ", "findings cleared: "+strings.Join(t.Cleared, ", "))
+		}
+		p.blank()
+		p.line(fmt.Sprintf("  %-26s %10s %10s %8s  %s", "Conditions", "before", "after", "change", "tolerance"))
+		for _, cd := range t.Conditions {
+			mark := " "
+			if cd.Beyond {
+				mark = st.warn.Render("!")
+			}
+			tol := "equal"
+			if cd.Tolerance > 0 {
+				tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
+			}
+			p.line(fmt.Sprintf("%s %-26s %10s %10s %8s  %s", mark, cd.Name, fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After),
+				fmtChangePtr(cd.Change, cd.Absolute), tol))
+		}
+		p.blank()
+		p.line(fmt.Sprintf("  %-26s %10s %10s %8s  %s", "Latency", "before", "after", "change", "noise (95%)"))
+		for _, d := range t.Latency {
+			mark := " "
+			if d.Significant {
+				mark = st.bold.Render("Δ")
+			}
+			nz := "unknown"
+			if d.Noise != nil {
+				nz = "±" + strings.TrimPrefix(fmtChange(*d.Noise, false), "+")
+			}
+			p.line(fmt.Sprintf("%s %-26s %10s %10s %8s  %s", mark, d.Name, fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), nz))
+		}
+	}
+	if len(c.Regressions) > 0 {
+		p.blank()
+		for _, r := range c.Regressions {
+			p.wrap("", fmt.Sprintf("%s %s: %s %s → %s (%s, limit +%s)", st.crit.Render("✗ REGRESSION"), targetName(r.Target), r.Gate,
+				fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), fmtChange(r.Limit, false)))
+		}
+	}
+	return p.err
+}
+
+func sideWindow(s compare.Side) string {
+	if s.Window.Seconds > 0 {
+		return "(" + units.Duration(s.Window.Seconds) + " window)"
+	}
+	return ""
+}
+
+func fmtSeconds(x *float64) string {
+	if x == nil {
+		return "—"
+	}
+	return units.Duration(*x)
+}
+
+func fmtValue(path string, x *float64) string {
+	if x == nil {
+		return "—"
+	}
+	switch {
+	case strings.Contains(path, "share") || strings.Contains(path, "hit_rate") || strings.Contains(path, "utilization"):
+		return units.WholePercent(*x)
+	case strings.HasSuffix(path, "_bytes"):
+		return fmt.Sprintf("%.1f GB", *x/1e9)
+	}
+	return units.Number(*x)
+}
+
+func fmtChangePtr(x *float64, absolute bool) string {
+	if x == nil {
+		return "—"
+	}
+	return fmtChange(*x, absolute)
+}
+
+// fmtChange is compare.FormatChange.
+func fmtChange(x float64, absolute bool) string { return compare.FormatChange(x, absolute) }
+
+// ComparisonMarkdown writes a comparison as Markdown, for a pull request:
+// per target the verdict, then a table of the latency figures and one of
+// the conditions side by side.
+func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## llmdoctor comparison\n\nBefore: `%s` %s · after: `%s` %s\n", c.Before.Name, sideWindow(c.Before), c.After.Name, sideWindow(c.After))
+	for _, u := range c.Unmatched {
+		fmt.Fprintf(&b, "\n- %s is in the %s diagnosis only\n", targetName(u.Target), u.Side)
+	}
+	for _, t := range c.Targets {
+		verdict := map[string]string{compare.NoChange: "= no change", compare.Changed: "Δ changed", compare.NotComparable: "? not comparable"}[t.Verdict]
+		fmt.Fprintf(&b, "\n### %s\n\n**%s** — %s. Bottleneck: %s → %s.\n\n", targetName(t.Target), verdict,
+			strings.TrimPrefix(t.Why, strings.ReplaceAll(t.Verdict, "-", " ")+": "), t.Bottleneck[0], t.Bottleneck[1])
+		b.WriteString("| latency | before | after | change | noise (95%) |\n|---|---:|---:|---:|---:|\n")
+		for _, d := range t.Latency {
+			name := d.Name
+			if d.Significant {
+				name = "**" + name + "**"
+			}
+			nz := "unknown"
+			if d.Noise != nil {
+				nz = "±" + strings.TrimPrefix(fmtChange(*d.Noise, false), "+")
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), nz)
+		}
+		b.WriteString("\n| condition | before | after | change | tolerance |\n|---|---:|---:|---:|---:|\n")
+		for _, cd := range t.Conditions {
+			name := cd.Name
+			if cd.Beyond {
+				name = "**" + name + "**"
+			}
+			tol := "equal"
+			if cd.Tolerance > 0 {
+				tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After), fmtChangePtr(cd.Change, cd.Absolute), tol)
+		}
+	}
+	for _, r := range c.Regressions {
+		fmt.Fprintf(&b, "\n**✗ regression** %s: `%s` %s → %s (%s, limit +%s)\n", targetName(r.Target), r.Gate, fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After),
+			fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+"))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
