@@ -7,11 +7,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/compare"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 )
 
@@ -21,24 +23,31 @@ func newCompare() *cobra.Command {
 		strict                    bool
 		width                     widthFlag
 		color                     = "auto"
+		at                        []string
+		// Only --prom is read here: the scrape settings stay at their defaults.
+		o = &diagnoseOpts{interval: 5 * time.Second, duration: time.Minute, timeout: 10 * time.Second}
 	)
 	c := &cobra.Command{
-		Use:   "compare BEFORE.json AFTER.json",
+		Use:   "compare BEFORE.json AFTER.json | --prom URL --at T1 --at T2",
 		Short: "Set two saved diagnoses side by side: whether they saw the same traffic, then what changed",
 		Long: "compare reads two diagnoses saved with --format json and, for each target in both,\n" +
 			"first sets the request conditions side by side (prompt and output lengths, arrival\n" +
 			"rate, streaming, prefix hits) and the settings; when the traffic moved beyond its\n" +
-			"tolerance by as much as the latency did, the verdict is NOT COMPARABLE, not a delta.\n" +
-			"Otherwise each stage and latency figure (queue, prefill, decode, TTFT, ITL, E2E) is\n" +
-			"shown before and after with its noise band, from each side's sample count and spread:\n" +
-			"a change inside it is no change. Histogram bucket widths are not in the band yet.\n" +
-			"--fail-on-regression gates a CI job on figures that grew past a limit and the noise." +
+			"tolerance, the verdict is NOT COMPARABLE, not a delta. Otherwise each stage and\n" +
+			"latency figure (queue, prefill, decode, TTFT, ITL, E2E) is shown before and after\n" +
+			"with its 95% noise band, from each side's request count, spread and histogram\n" +
+			"buckets: a change inside it is no change (docs/compare.md says how).\n" +
+			"--fail-on-regression gates a CI job on figures that grew past a limit and the noise.\n" +
+			"With --prom and two --at, the two windows (--window long, centred on each time)\n" +
+			"are diagnosed first, as diagnose --prom --at would." +
 			exitStatus("0  no gate failed (a pair not comparable passes, unless --strict)",
 				"1  a gate failed, or with --strict the pair is not comparable",
 				exitBadUsage),
 		Example: "  llmdoctor compare before.json after.json\n" +
-			"  llmdoctor compare before.json after.json --fail-on-regression ttft_p99=10%,itl_p99=5% --format markdown",
-		Args: exactArgs(2),
+			"  llmdoctor compare before.json after.json --fail-on-regression ttft_p99=10%,itl_p99=5% --format markdown\n" +
+			"  llmdoctor compare --prom http://prometheus:9090 --at 2026-11-30T10:00:00Z --at 2026-11-30T16:00:00Z --window 30m",
+		Args:    maxArgs(2),
+		PreRunE: func(cmd *cobra.Command, _ []string) error { o.setInput(cmd); return nil },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			limits, err := parseLimits("--fail-on-regression", gates, compare.Gates())
 			if err != nil {
@@ -49,12 +58,35 @@ func newCompare() *cobra.Command {
 				return err
 			}
 			var sides [2]*advisor.Diagnosis
-			for i, path := range args {
-				if sides[i], err = readDiagnosis(path); err != nil {
+			var names [2]string
+			switch {
+			case o.prom.url != "" && len(at) == 2 && len(args) == 0:
+				set, cfg, err := loadRulesFlag(o.in, o.configPath, o.rulesDirs)
+				if err != nil {
 					return err
 				}
+				for i, t := range at {
+					o.prom.at = t
+					src, err := o.sources()
+					if err != nil {
+						return err
+					}
+					if sides[i], err = diagnosis.Run(cmd.Context(), src, set, cfg, nil); err != nil {
+						return o.explain(err)
+					}
+					names[i] = "--at " + t
+				}
+			case o.prom.url == "" && len(at) == 0 && len(args) == 2:
+				for i, path := range args {
+					if sides[i], err = readDiagnosis(path); err != nil {
+						return err
+					}
+					names[i] = path
+				}
+			default:
+				return usageErr("give two saved diagnoses (BEFORE.json AFTER.json), or --prom URL with two --at times")
 			}
-			cmp := compare.Compare(sides[0], sides[1], args[0], args[1], compare.Options{Tolerances: tols})
+			cmp := compare.Compare(sides[0], sides[1], names[0], names[1], compare.Options{Tolerances: tols})
 			failed := cmp.Gate(limits)
 			out := cmd.OutOrStdout()
 			switch format {
@@ -91,6 +123,12 @@ func newCompare() *cobra.Command {
 	f.BoolVar(&strict, "strict", false, "fail (exit 1) when the runs are not comparable")
 	f.Var(choice{&color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
 	f.Var(&width, "width", fmt.Sprintf("columns of the text: %d or more (default the terminal's width, else 80)", minWidth))
+	o.prom.add(f)
+	f.MarkHidden("end")
+	f.Lookup("window").Usage = "with --prom: the length of each window"
+	f.StringArrayVar(&at, "at", nil, "with --prom, twice: the moments to compare, each the centre of a --window (now-2h, RFC 3339 or Unix seconds)")
+	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")
+	addRuleFlags(f, &o.configPath, &o.rulesDirs)
 	return c
 }
 

@@ -668,3 +668,29 @@ func TestGroupByCompletesFromTheSource(t *testing.T) {
 		t.Errorf("unreachable server: %q", out)
 	}
 }
+
+// compare --prom with two --at diagnoses both windows first: the two halves
+// of a steady scenario's window are no change; one --at is bad usage.
+func TestCompareLiveWindows(t *testing.T) {
+	t.Parallel()
+	fx := backfilledProm(t)
+	end := fx.ends["healthy"]
+	at := func(d time.Duration) string { return end.Add(-d).UTC().Format(time.RFC3339) }
+	code, out, errOut := runCLI(t, "compare", "--format", "json", "--prom", fx.url, "--window", "7m", "--at", at(11*time.Minute), "--at", at(4*time.Minute))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var c struct {
+		Before  struct{ Name string }
+		Targets []struct{ Verdict, Why string }
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil || len(c.Targets) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if c.Targets[0].Verdict != "no-change" || c.Before.Name != "--at "+at(11*time.Minute) {
+		t.Errorf("halves of healthy: %+v", c)
+	}
+	if code, _, errOut := runCLI(t, "compare", "--prom", fx.url, "--at", at(4*time.Minute)); code != 2 || !strings.Contains(errOut, "two --at") {
+		t.Errorf("one --at: exit %d: %s", code, errOut)
+	}
+}
