@@ -71,7 +71,7 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 			}
 			nz := "unknown"
 			if d.Noise != nil {
-				nz = "±" + strings.TrimPrefix(fmtChange(*d.Noise, false), "+")
+				nz = fmtBand(*d.Noise)
 			}
 			p.line(fmt.Sprintf("%s %-26s %10s %10s %8s  %s", mark, d.Name, fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), nz))
 		}
@@ -120,6 +120,14 @@ func fmtChangePtr(x *float64, absolute bool) string {
 	return fmtChange(*x, absolute)
 }
 
+// fmtBand is a noise band's half-width, relative: ±12%, ±0.8%.
+func fmtBand(x float64) string {
+	if x < 0.095 {
+		return fmt.Sprintf("±%.1f%%", x*100)
+	}
+	return fmt.Sprintf("±%.0f%%", x*100)
+}
+
 // fmtChange is compare.FormatChange.
 func fmtChange(x float64, absolute bool) string { return compare.FormatChange(x, absolute) }
 
@@ -144,7 +152,7 @@ func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 			}
 			nz := "unknown"
 			if d.Noise != nil {
-				nz = "±" + strings.TrimPrefix(fmtChange(*d.Noise, false), "+")
+				nz = fmtBand(*d.Noise)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), nz)
 		}
@@ -167,4 +175,62 @@ func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+type pageCompared struct {
+	ID, Name, Verdict, Class, Word, Why, Bottleneck string
+	Appeared, Cleared                               []string
+	Latency, Conditions                             []pageRow
+}
+
+type pageRow struct {
+	Name, Path, Before, After, Change, Band string
+	Flag                                    bool
+}
+
+// ComparisonHTML writes a comparison as one self-contained page, in the
+// diagnosis page's style.
+func ComparisonHTML(w io.Writer, c *compare.Comparison, o Options) error {
+	p := newPage("llmdoctor comparison", "llmdoctor comparison", o)
+	p.Window = "before: " + c.Before.Name + " " + sideWindow(c.Before) + " · after: " + c.After.Name + " " + sideWindow(c.After)
+	for _, u := range c.Unmatched {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s is in the %s diagnosis only", targetName(u.Target), u.Side))
+	}
+	if len(c.Targets) == 0 {
+		p.Empty = "No target is in both diagnoses: nothing to compare."
+	}
+	for i, t := range c.Targets {
+		pc := pageCompared{ID: fmt.Sprintf("target-%d", i+1), Name: targetName(t.Target), Verdict: t.Verdict,
+			Why: t.Why, Appeared: t.Appeared, Cleared: t.Cleared, Bottleneck: t.Bottleneck[0] + " → " + t.Bottleneck[1]}
+		switch t.Verdict {
+		case compare.NoChange:
+			pc.Class, pc.Word = "ok", "= no change"
+		case compare.Changed:
+			pc.Class, pc.Word = "warning", "Δ changed"
+		default:
+			pc.Class, pc.Word = "unknown", "? not comparable"
+		}
+		for _, d := range t.Latency {
+			band := "unknown"
+			if d.Noise != nil {
+				band = fmtBand(*d.Noise)
+			}
+			pc.Latency = append(pc.Latency, pageRow{Name: d.Name, Path: d.Path, Before: fmtSeconds(d.Before), After: fmtSeconds(d.After),
+				Change: fmtChangePtr(d.Change, false), Band: band, Flag: d.Significant})
+		}
+		for _, cd := range t.Conditions {
+			tol := "equal"
+			if cd.Tolerance > 0 {
+				tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
+			}
+			pc.Conditions = append(pc.Conditions, pageRow{Name: cd.Name, Path: cd.Path, Before: fmtValue(cd.Path, cd.Before),
+				After: fmtValue(cd.Path, cd.After), Change: fmtChangePtr(cd.Change, cd.Absolute), Band: tol, Flag: cd.Beyond})
+		}
+		p.Compared = append(p.Compared, pc)
+	}
+	for _, r := range c.Regressions {
+		p.Notes = append(p.Notes, fmt.Sprintf("✗ regression %s: %s %s → %s (%s, limit +%s)", targetName(r.Target), r.Gate,
+			fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+")))
+	}
+	return pages.ExecuteTemplate(w, "page", p)
 }

@@ -93,6 +93,7 @@ type page struct {
 	Empty      string
 	Targets    []pageTarget
 	Checklist  []pageChecklist
+	Compared   []pageCompared
 	Index      []pageIndex
 	IndexEmpty bool
 }

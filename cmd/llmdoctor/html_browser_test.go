@@ -82,7 +82,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 				charts: []string{"target-1-latency", "target-1-ttft", "target-1-queue", "target-1-kv", "target-1-gpu"}})
 		}
 	}
-	cases = append(cases, fleetPage(t), requestsPage(t), checklistPage(t))
+	cases = append(cases, fleetPage(t), requestsPage(t), checklistPage(t), comparePage(t))
 
 	dir := screenshotDir()
 	for _, c := range cases {
@@ -274,6 +274,31 @@ func checklistPage(t *testing.T) pageCase {
 		t.Fatalf("checklist page without items:\n%s", out.Bytes())
 	}
 	return pageCase{name: "checklist", page: out.Bytes()}
+}
+
+// comparePage is the page of compare --format html: two example windows
+// whose traffic differs.
+func comparePage(t *testing.T) pageCase {
+	t.Helper()
+	dir := t.TempDir()
+	var saved []string
+	for _, name := range []string{"queueing", "kv-capacity"} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"diagnose", "--format", "json"}, example(name)...), nil, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		p := filepath.Join(dir, name+".json")
+		os.WriteFile(p, out.Bytes(), 0o644)
+		saved = append(saved, p)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"compare", "--format", "html", saved[0], saved[1]}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !bytes.Contains(out.Bytes(), []byte(`data-verdict="not-comparable"`)) || !bytes.Contains(out.Bytes(), []byte(`data-beyond="true"`)) {
+		t.Fatalf("compare page without its verdict:\n%s", out.Bytes())
+	}
+	return pageCase{name: "compare", page: out.Bytes()}
 }
 
 // The README shows the demo's report as a picture: docs/report.png, taken
