@@ -5,7 +5,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/llmdoctor/llmdoctor/compare"
+	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/units"
 )
 
@@ -48,8 +51,14 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 		if len(t.Cleared) > 0 {
 			p.wrap("  ", "findings cleared: "+strings.Join(t.Cleared, ", "))
 		}
+		// The name column takes what the numbers leave, up to 26.
+		nw := min(26, width-43)
+		name := func(s string) string {
+			s = ansi.Truncate(s, nw, "…")
+			return s + strings.Repeat(" ", nw-ansi.StringWidth(s))
+		}
 		p.blank()
-		p.line(fmt.Sprintf("  %-26s %10s %10s %8s  %s", "Conditions", "before", "after", "change", "tolerance"))
+		p.line(fmt.Sprintf("  %s %9s %9s %7s  %s", name("Conditions"), "before", "after", "change", "tolerance"))
 		for _, cd := range t.Conditions {
 			mark := " "
 			if cd.Beyond {
@@ -59,11 +68,11 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 			if cd.Tolerance > 0 {
 				tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
 			}
-			p.line(fmt.Sprintf("%s %-26s %10s %10s %8s  %s", mark, cd.Name, fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After),
+			p.line(fmt.Sprintf("%s %s %9s %9s %7s  %s", mark, name(cd.Name), fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After),
 				fmtChangePtr(cd.Change, cd.Absolute), tol))
 		}
 		p.blank()
-		p.line(fmt.Sprintf("  %-26s %10s %10s %8s  %s", "Latency", "before", "after", "change", "noise (95%)"))
+		p.line(fmt.Sprintf("  %s %9s %9s %7s  %s", name("Latency"), "before", "after", "change", "noise (95%)"))
 		for _, d := range t.Latency {
 			mark := " "
 			if d.Significant {
@@ -73,7 +82,7 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 			if d.Noise != nil {
 				nz = fmtBand(*d.Noise)
 			}
-			p.line(fmt.Sprintf("%s %-26s %10s %10s %8s  %s", mark, d.Name, fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), nz))
+			p.line(fmt.Sprintf("%s %s %9s %9s %7s  %s", mark, name(d.Name), fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), nz))
 		}
 	}
 	if len(c.Regressions) > 0 {
@@ -233,4 +242,84 @@ func ComparisonHTML(w io.Writer, c *compare.Comparison, o Options) error {
 			fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+")))
 	}
 	return pages.ExecuteTemplate(w, "page", p)
+}
+
+// SlackComparison renders a comparison as one message per target: the
+// verdict in the header, why in a line, the figures that moved beyond
+// their noise and the conditions that moved beyond their tolerance; the
+// whole tables in the thread.
+func SlackComparison(c *compare.Comparison, o SlackOptions) []SlackMessage {
+	out := make([]SlackMessage, 0, len(c.Targets))
+	for _, t := range c.Targets {
+		name := slackTargetName(t.Target.Model, t.Target.Instance, t.Target.Engine, t.Target.Labels)
+		sev, verdict := SlackHealthy, "= NO CHANGE"
+		switch t.Verdict {
+		case compare.NotComparable:
+			sev, verdict = SlackInconclusive, "? NOT COMPARABLE"
+		case compare.Changed:
+			sev, verdict = SlackWarning, "Δ CHANGED"
+		}
+		for _, r := range c.Regressions {
+			if sameTargetName(r.Target, t.Target) {
+				sev, verdict = SlackCritical, "✗ REGRESSED"
+			}
+		}
+		b := newSlackBlocks(o)
+		b.held(slackContextBlock([]string{"before: " + esc(c.Before.Name) + " " + esc(sideWindow(c.Before)),
+			"after: " + esc(c.After.Name) + " " + esc(sideWindow(c.After))}))
+		b.add(slackHeader(verdict + " · " + name))
+		why := strings.TrimPrefix(t.Why, strings.ReplaceAll(t.Verdict, "-", " ")+": ")
+		b.add(slackSection(cutMrkdwn(esc(why), 1200) + "\nbottleneck: " + esc(t.Bottleneck[0]) + " → " + esc(t.Bottleneck[1])))
+		// What moved: the traffic first (it decides whether the rest
+		// means anything), then the settings, then the figures.
+		var moved, all, conds []string
+		for _, cd := range t.Conditions {
+			line := fmt.Sprintf("%s %s → %s (%s)", esc(cd.Name), fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After), fmtChangePtr(cd.Change, cd.Absolute))
+			switch {
+			case cd.Beyond && cd.Kind == "workload":
+				moved = append(moved, "! "+line+", beyond its tolerance")
+			case cd.Beyond:
+				moved = append(moved, "setting changed: "+line)
+			}
+			conds = append(conds, line)
+		}
+		for _, d := range t.Latency {
+			line := fmt.Sprintf("%s %s → %s (%s, noise %s)", esc(d.Name), fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), noiseText(d.Noise))
+			all = append(all, line)
+			if d.Significant {
+				moved = append(moved, "Δ *"+line+"*")
+			}
+		}
+		for _, r := range c.Regressions {
+			if sameTargetName(r.Target, t.Target) {
+				moved = append(moved, fmt.Sprintf("✗ *%s* grew %s, limit +%s", code(r.Gate), fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+")))
+			}
+		}
+		b.lines("", moved, "change")
+		b.release()
+		th := newSlackThread(o, "llmdoctor comparison details for "+name, slackSection("*Details* · "+esc(name)))
+		th.lines("*Latency, before → after*", all, "figure")
+		th.lines("*Conditions, before → after*", conds, "condition")
+		if len(t.Appeared)+len(t.Cleared) > 0 {
+			th.lines("*Findings*", []string{"appeared: " + esc(strings.Join(t.Appeared, ", ")), "cleared: " + esc(strings.Join(t.Cleared, ", "))}, "line")
+		}
+		text := fmt.Sprintf("llmdoctor comparison: %s on %s: %s", verdict, name, why)
+		out = append(out, SlackMessage{Target: name, Severity: sev, Main: b.main(text, sev), Details: th.messages()})
+	}
+	return out
+}
+
+func noiseText(x *float64) string {
+	if x == nil {
+		return "unknown"
+	}
+	return fmtBand(*x)
+}
+
+func sameTargetName(a, b evidence.Target) bool { return targetName(a) == targetName(b) }
+
+// ComparisonSlack writes SlackComparison as the slack format writes its
+// messages.
+func ComparisonSlack(w io.Writer, c *compare.Comparison) error {
+	return writeSlack(w, SlackComparison(c, SlackOptions{}))
 }

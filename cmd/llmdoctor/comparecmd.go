@@ -98,6 +98,8 @@ func newCompare() *cobra.Command {
 				err = report.ComparisonMarkdown(out, cmp)
 			case "html":
 				err = report.ComparisonHTML(out, cmp, report.Options{})
+			case "slack":
+				err = report.ComparisonSlack(out, cmp)
 			default:
 				err = report.ComparisonText(out, cmp, report.Options{Color: color, IsTerminal: isTerminal(out), Width: width.columns(out)})
 			}
@@ -118,7 +120,7 @@ func newCompare() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.Var(choice{&format, []string{"text", "json", "markdown", "html"}}, "format", "text, json (schema llmdoctor.comparison/v1), markdown (for a pull request) or html (one self-contained page)")
+	f.Var(choice{&format, []string{"text", "json", "markdown", "html", "slack"}}, "format", "text, json (schema llmdoctor.comparison/v1), markdown (for a pull request), html (one self-contained page) or slack (Block Kit messages)")
 	format = "text"
 	f.StringVar(&gates, "fail-on-regression", "", "exit 1 when a figure grew past its limit and its noise, e.g. ttft_p99=10%,itl_p99=5% (names: "+strings.Join(sortedKeys(compare.Gates()), ", ")+")")
 	f.StringVar(&tolerances, "tolerance", "", "how far the traffic may move and still compare, e.g. prompt_p90=30%,prefix_hit=5% (names: "+strings.Join(sortedKeys(compare.Tolerances()), ", ")+"; a share in points)")
