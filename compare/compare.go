@@ -6,6 +6,7 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -23,6 +24,9 @@ const (
 	NoChange      = "no-change"
 	Changed       = "changed"
 	NotComparable = "not-comparable"
+	// Inconclusive: nothing moved beyond a known band, but some figure's
+	// band is unknown (or no figure is on both sides).
+	Inconclusive = "inconclusive"
 )
 
 // Comparison is two diagnoses of the same deployment, before and after.
@@ -34,8 +38,13 @@ type Comparison struct {
 	Targets []Target `json:"targets"`
 	// Unmatched are targets only one side has.
 	Unmatched []Unmatched `json:"unmatched,omitempty"`
-	// Regressions are the --fail-on-regression gates that failed.
+	// Regressions are the --fail-on-regression gates that failed;
+	// Unevaluated, those no target could judge (a figure missing, its band
+	// unknown, or the runs not comparable): a gate never passes unjudged.
 	Regressions []Regression `json:"regressions,omitempty"`
+	Unevaluated []string     `json:"unevaluated,omitempty"`
+	// Notes say how targets were paired when they could not be by name.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Side is one of the two diagnoses, as the report names it.
@@ -190,8 +199,24 @@ func Compare(before, after *advisor.Diagnosis, beforeName, afterName string, opt
 		Before: Side{Name: beforeName, Sources: before.Sources, Window: before.Window},
 		After:  Side{Name: afterName, Sources: after.Sources, Window: after.Window}}
 	used := map[int]bool{}
+	// Two request files name their targets by file: one target a side is
+	// the same deployment, said so.
+	if len(before.Targets) == 1 && len(after.Targets) == 1 && !SameTarget(before.Targets[0].Target, after.Targets[0].Target) {
+		c.Notes = append(c.Notes, fmt.Sprintf("each side has one target, compared as one: %s before, %s after",
+			name(before.Targets[0].Target), name(after.Targets[0].Target)))
+		c.Targets = append(c.Targets, compareTarget(before.Targets[0], after.Targets[0], opt))
+		return c
+	}
 	for _, b := range before.Targets {
-		j := slices.IndexFunc(after.Targets, func(a advisor.TargetReport) bool { return sameTarget(a.Target, b.Target) })
+		j := slices.IndexFunc(after.Targets, func(a advisor.TargetReport) bool { return SameTarget(a.Target, b.Target) })
+		for j >= 0 && used[j] {
+			k := slices.IndexFunc(after.Targets[j+1:], func(a advisor.TargetReport) bool { return SameTarget(a.Target, b.Target) })
+			if k < 0 {
+				j = -1
+			} else {
+				j += 1 + k
+			}
+		}
 		if j < 0 {
 			c.Unmatched = append(c.Unmatched, Unmatched{Target: b.Target, Side: "before"})
 			continue
@@ -207,9 +232,18 @@ func Compare(before, after *advisor.Diagnosis, beforeName, afterName string, opt
 	return c
 }
 
-// sameTarget: the same model with the same grouping labels. The instance is
-// left out: a fleet's target is its model, whichever replicas served it.
-func sameTarget(a, b evidence.Target) bool {
+// name is a target as a line names it.
+func name(t evidence.Target) string {
+	s := t.Model
+	for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
+		s += fmt.Sprintf(" %s=%s", k, t.Labels[k])
+	}
+	return s
+}
+
+// SameTarget: the same model with the same grouping labels. The instance
+// and engine are left out: they come from the labels when they group.
+func SameTarget(a, b evidence.Target) bool {
 	if a.Model != b.Model || len(a.Labels) != len(b.Labels) {
 		return false
 	}
@@ -221,6 +255,20 @@ func sameTarget(a, b evidence.Target) bool {
 	return true
 }
 
+// value is the number at path in a target's evidence, nil when absent or
+// withheld: a node an inconsistency names was never used by the diagnosis,
+// and is not compared.
+func value(t advisor.TargetReport, path string) *float64 {
+	for _, in := range t.Inconsistencies {
+		for _, f := range in.Fields {
+			if path == f || strings.HasPrefix(path, f+".") {
+				return nil
+			}
+		}
+	}
+	return number(t.Evidence, path)
+}
+
 func compareTarget(b, a advisor.TargetReport, opt Options) Target {
 	t := Target{Target: a.Target, Bottleneck: [2]string{b.Primary.Bottleneck, a.Primary.Bottleneck}}
 	for _, c := range conditions {
@@ -229,7 +277,7 @@ func compareTarget(b, a advisor.TargetReport, opt Options) Target {
 			tol = x
 		}
 		cd := Condition{Name: c.name, Path: c.path, Kind: c.kind, Tolerance: tol, Absolute: c.absolute,
-			Before: number(b.Evidence, c.path), After: number(a.Evidence, c.path)}
+			Before: value(b, c.path), After: value(a, c.path)}
 		if cd.Before == nil && cd.After == nil {
 			continue
 		}
@@ -249,35 +297,20 @@ func compareTarget(b, a advisor.TargetReport, opt Options) Target {
 				cd.Change = &ch
 			}
 			cd.Beyond = math.IsInf(ch, 0) || math.Abs(ch) > tol+1e-9
-			// A length's mean or quantile moves with sampling and is known
-			// to its bucket: a change inside that band is none.
-			if cd.Beyond && !c.absolute && strings.Count(c.path, ".") == 2 {
-				dist, stat := c.path[:strings.LastIndex(c.path, ".")], c.path[strings.LastIndex(c.path, ".")+1:]
-				nb, na := noise(b.Evidence, dist, stat), noise(a.Evidence, dist, stat)
-				if r, ok := b.Resolution[c.path]; ok {
-					nb = math.Hypot(nb, (r[1]-r[0])/2)
-				}
-				if r, ok := a.Resolution[c.path]; ok {
-					na = math.Hypot(na, (r[1]-r[0])/2)
-				}
-				if band := math.Hypot(nb, na); !math.IsNaN(band) && math.Abs(*cd.After-*cd.Before) <= band {
-					cd.Beyond = false
-				}
-			}
 		} else {
-			cd.Beyond = c.kind == "workload" // measured on one side only
+			cd.Beyond = true // measured on one side only
 		}
 		t.Conditions = append(t.Conditions, cd)
 	}
 	for _, l := range latency {
 		path := l.path
-		if number(b.Evidence, path) == nil || number(a.Evidence, path) == nil {
+		if value(b, path) == nil || value(a, path) == nil {
 			if l.client == "" {
 				continue
 			}
 			path = l.client
 		}
-		d := Delta{Name: l.name, Path: path, Before: number(b.Evidence, path), After: number(a.Evidence, path)}
+		d := Delta{Name: l.name, Path: path, Before: value(b, path), After: value(a, path)}
 		if d.Before == nil || d.After == nil {
 			continue
 		}
@@ -286,7 +319,7 @@ func compareTarget(b, a advisor.TargetReport, opt Options) Target {
 			dist = path[:strings.LastIndex(path, ".")]
 		}
 		stat := path[strings.LastIndex(path, ".")+1:]
-		nb, na := noise(b.Evidence, dist, stat), noise(a.Evidence, dist, stat)
+		nb, na := noise(b, dist, stat), noise(a, dist, stat)
 		// A quantile read from a histogram is known to its bucket: half
 		// its width is added to each side's band.
 		if r, ok := b.Resolution[path]; ok {
@@ -327,6 +360,8 @@ func judge(t Target) (string, string) {
 			continue
 		}
 		switch {
+		case c.Change == nil && c.Before != nil && c.After != nil:
+			moved = append(moved, fmt.Sprintf("%s from %g to %g", c.Name, *c.Before, *c.After))
 		case c.Change == nil:
 			moved = append(moved, c.Name+" measured on one side only")
 		case c.Absolute:
@@ -347,6 +382,12 @@ func judge(t Target) (string, string) {
 			settings = append(settings, c.Name)
 		}
 	}
+	var unknown []string
+	for _, d := range t.Latency {
+		if d.Noise == nil {
+			unknown = append(unknown, d.Name)
+		}
+	}
 	switch {
 	case len(moved) > 0:
 		return NotComparable, "not comparable: the traffic changed (" + strings.Join(moved, ", ") + "), so a latency change cannot be put down to anything else"
@@ -356,6 +397,11 @@ func judge(t Target) (string, string) {
 			why += "; settings changed: " + strings.Join(settings, ", ")
 		}
 		return Changed, why
+	case len(t.Latency) == 0:
+		return Inconclusive, "inconclusive: no latency figure is in both diagnoses"
+	case len(unknown) > 0:
+		return Inconclusive, "inconclusive: nothing moved beyond a known band, but the band of " + strings.Join(unknown, ", ") +
+			" is unknown (a tail past p99 with no largest value, no request count, or a figure at zero before)"
 	}
 	return NoChange, "no change: every latency figure is within its noise band"
 }
@@ -418,48 +464,70 @@ const z = 1.96
 // which the statistic of a distribution (dist: a path such as stage.ttft)
 // moves from sampling alone; NaN when the distribution does not say enough.
 //
-// A quantile: its rank is p·n ± z·√(n·p·(1−p)) observations; the band is
-// where the distribution's own quantiles put those ranks, interpolated
-// between p50, p90, p95 and p99 (and max past p99). A mean: z·σ/√n, with σ
-// taken as (p99 − p50)/2.326, a normal's, which a long tail makes larger:
-// the band is wider than a normal's, never narrower.
-func noise(ev map[string]any, dist, stat string) float64 {
+// n is the number of requests behind the distribution (of its own source:
+// the server's finished requests, or the client's), not its count: the
+// inter-token gaps of one request are alike. A quantile: its rank is
+// p·n ± z·√(n·p·(1−p)); the band is where the distribution's own quantiles
+// put those ranks, interpolated between p50, p90, p95, p99 and the largest
+// value (max, or the top of the highest histogram bucket holding one).
+// Past p99 without a largest value the tail is unknown, and so is the band.
+// A mean: z·σ/√n, σ² the body's, ((p99 − p50)/2.326)², plus what the top 1%
+// could add were it all at the largest value: no tail can make it wider.
+func noise(t advisor.TargetReport, dist, stat string) float64 {
 	get := func(k string) float64 {
-		if v := number(ev, dist+"."+k); v != nil {
+		if v := value(t, dist+"."+k); v != nil {
 			return *v
 		}
 		return math.NaN()
 	}
 	n := get("count")
-	// Per-token observations (ITL) of one request are alike: the requests
-	// are the independent draws.
-	for _, reqs := range []string{"service.finished", "service.client_requests"} {
-		if r := number(ev, reqs); r != nil && *r >= 1 && *r < n {
-			n = *r
-			break
-		}
+	reqs := "service.finished"
+	if strings.HasPrefix(dist, "service.client_") {
+		reqs = "service.client_requests"
+	}
+	perToken := strings.HasSuffix(dist, "itl") || strings.HasSuffix(dist, "tpot")
+	switch r := value(t, reqs); {
+	case r != nil && *r >= 1:
+		n = math.Min(n, *r)
+	case perToken:
+		return math.NaN() // tokens, not requests: no count of draws
 	}
 	if !(n >= 2) {
 		return math.NaN()
 	}
 	pts := [][2]float64{{0.5, get("p50")}, {0.9, get("p90")}, {0.95, get("p95")}, {0.99, get("p99")}}
-	if mx := get("max"); !math.IsNaN(mx) {
-		pts = append(pts, [2]float64{1, mx})
-	}
 	for _, p := range pts {
 		if math.IsNaN(p[1]) {
 			return math.NaN()
 		}
 	}
+	top := get("max")
+	if r, ok := t.Resolution[dist+".max"]; ok && math.IsNaN(top) {
+		top = r[1]
+	}
+	if !math.IsNaN(top) && !math.IsInf(top, 0) && top >= pts[3][1] {
+		pts = append(pts, [2]float64{1, top})
+	} else {
+		top = math.NaN()
+	}
 	switch stat {
 	case "mean":
-		sigma := (pts[3][1] - pts[0][1]) / 2.326
+		if math.IsNaN(top) {
+			return math.NaN()
+		}
+		body := (pts[3][1] - pts[0][1]) / 2.326
+		sigma := math.Sqrt(body*body + 0.01*(top-pts[0][1])*(top-pts[0][1]))
 		return z * sigma / math.Sqrt(n)
 	case "p50", "p90", "p95", "p99":
 		var p float64
 		fmt.Sscanf(stat, "p%f", &p)
 		p /= 100
-		h := z * math.Sqrt(p*(1-p)/n)
+		// One rank more either way: a sample quantile is an order
+		// statistic, and small samples move it by whole ranks.
+		h := z*math.Sqrt(p*(1-p)/n) + 1/n
+		if p+h > 0.99 && math.IsNaN(top) {
+			return math.NaN()
+		}
 		v := at(pts, p)
 		return math.Max(at(pts, math.Min(p+h, 1))-v, v-at(pts, math.Max(p-h, 0)))
 	}
@@ -483,28 +551,33 @@ func at(pts [][2]float64, p float64) float64 {
 
 // Gate checks the latency figures against limits (by Gates' names, a share
 // of growth each): a figure fails when it grew past its limit and past its
-// noise. A target whose runs are not comparable is not judged. It records
-// the failures in Regressions and reports whether there were any.
+// noise. A gate no target could judge — its figure missing, its band
+// unknown, or the runs not comparable — is listed in Unevaluated: it does
+// not pass. It reports whether any gate failed or went unjudged.
 func (c *Comparison) Gate(limits map[string]float64) bool {
 	names := Gates()
-	keys := make([]string, 0, len(limits))
-	for k := range limits {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, t := range c.Targets {
-		if t.Verdict == NotComparable {
-			continue
-		}
-		for _, k := range keys {
+	keys := slices.Sorted(maps.Keys(limits))
+	for _, k := range keys {
+		judged := false
+		for _, t := range c.Targets {
+			if t.Verdict == NotComparable {
+				continue
+			}
 			for _, d := range t.Latency {
-				if d.Name == names[k] && d.Significant && d.Change != nil && *d.Change > limits[k] {
+				if d.Name != names[k] || d.Noise == nil || d.Change == nil {
+					continue
+				}
+				judged = true
+				if d.Significant && *d.Change > limits[k] {
 					c.Regressions = append(c.Regressions, Regression{Target: t.Target, Gate: k, Delta: d, Limit: limits[k]})
 				}
 			}
 		}
+		if !judged {
+			c.Unevaluated = append(c.Unevaluated, k)
+		}
 	}
-	return len(c.Regressions) > 0
+	return len(c.Regressions)+len(c.Unevaluated) > 0
 }
 
 // FormatChange writes a relative change as a signed percent, a growth past

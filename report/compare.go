@@ -29,6 +29,9 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 	for _, u := range c.Unmatched {
 		p.wrap("  ", fmt.Sprintf("%s %s is in the %s diagnosis only", st.warn.Render("?"), targetName(u.Target), u.Side))
 	}
+	for _, n := range c.Notes {
+		p.wrap("  ", "note: "+n)
+	}
 	for _, t := range c.Targets {
 		p.blank()
 		p.fit(st.head.Render("── " + targetName(t.Target)))
@@ -52,7 +55,7 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 			p.wrap("  ", "findings cleared: "+strings.Join(t.Cleared, ", "))
 		}
 		// The name column takes what the numbers leave, up to 26.
-		nw := min(26, width-43)
+		nw := max(8, min(26, width-43))
 		name := func(s string) string {
 			s = ansi.Truncate(s, nw, "…")
 			return s + strings.Repeat(" ", nw-ansi.StringWidth(s))
@@ -89,8 +92,12 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 		p.blank()
 		for _, r := range c.Regressions {
 			p.wrap("", fmt.Sprintf("%s %s: %s %s → %s (%s, limit +%s)", st.crit.Render("✗ REGRESSION"), targetName(r.Target), r.Gate,
-				fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), fmtChange(r.Limit, false)))
+				fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+")))
 		}
+	}
+	if len(c.Unevaluated) > 0 {
+		p.blank()
+		p.wrap("", st.crit.Render("✗ NOT JUDGED")+" "+unevaluatedText(c))
 	}
 	return p.err
 }
@@ -149,6 +156,9 @@ func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 	for _, u := range c.Unmatched {
 		fmt.Fprintf(&b, "\n- %s is in the %s diagnosis only\n", targetName(u.Target), u.Side)
 	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "\n- note: %s\n", n)
+	}
 	for _, t := range c.Targets {
 		verdict := map[string]string{compare.NoChange: "= no change", compare.Changed: "Δ changed", compare.NotComparable: "? not comparable"}[t.Verdict]
 		fmt.Fprintf(&b, "\n### %s\n\n**%s** — %s. Bottleneck: %s → %s.\n\n", targetName(t.Target), verdict,
@@ -178,6 +188,9 @@ func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After), fmtChangePtr(cd.Change, cd.Absolute), tol)
 		}
 	}
+	if len(c.Unevaluated) > 0 {
+		fmt.Fprintf(&b, "\n**✗ not judged**: %s\n", unevaluatedText(c))
+	}
 	for _, r := range c.Regressions {
 		fmt.Fprintf(&b, "\n**✗ regression** %s: `%s` %s → %s (%s, limit +%s)\n", targetName(r.Target), r.Gate, fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After),
 			fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+"))
@@ -204,6 +217,10 @@ func ComparisonHTML(w io.Writer, c *compare.Comparison, o Options) error {
 	p.Window = "before: " + c.Before.Name + " " + sideWindow(c.Before) + " · after: " + c.After.Name + " " + sideWindow(c.After)
 	for _, u := range c.Unmatched {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s is in the %s diagnosis only", targetName(u.Target), u.Side))
+	}
+	p.Notes = append(p.Notes, c.Notes...)
+	if len(c.Unevaluated) > 0 {
+		p.Notes = append(p.Notes, "✗ not judged: "+unevaluatedText(c))
 	}
 	if len(c.Targets) == 0 {
 		p.Empty = "No target is in both diagnoses: nothing to compare."
@@ -264,6 +281,10 @@ func SlackComparison(c *compare.Comparison, o SlackOptions) []SlackMessage {
 				sev, verdict = SlackCritical, "✗ REGRESSED"
 			}
 		}
+		if len(c.Unevaluated) > 0 && sev != SlackCritical {
+			sev = SlackCritical
+			verdict += ", GATE NOT JUDGED"
+		}
 		b := newSlackBlocks(o)
 		b.held(slackContextBlock([]string{"before: " + esc(c.Before.Name) + " " + esc(sideWindow(c.Before)),
 			"after: " + esc(c.After.Name) + " " + esc(sideWindow(c.After))}))
@@ -295,6 +316,9 @@ func SlackComparison(c *compare.Comparison, o SlackOptions) []SlackMessage {
 				moved = append(moved, fmt.Sprintf("✗ *%s* grew %s, limit +%s", code(r.Gate), fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+")))
 			}
 		}
+		if len(c.Unevaluated) > 0 {
+			moved = append(moved, "✗ *not judged*: "+esc(unevaluatedText(c)))
+		}
 		b.lines("", moved, "change")
 		b.release()
 		th := newSlackThread(o, "llmdoctor comparison details for "+name, slackSection("*Details* · "+esc(name)))
@@ -309,6 +333,13 @@ func SlackComparison(c *compare.Comparison, o SlackOptions) []SlackMessage {
 	return out
 }
 
+// unevaluatedText says which gates no target could judge, and why a gate
+// unjudged fails.
+func unevaluatedText(c *compare.Comparison) string {
+	return "the gate" + map[bool]string{true: "s ", false: " "}[len(c.Unevaluated) > 1] + strings.Join(c.Unevaluated, ", ") +
+		" could not be judged (the figure missing on a side, its noise band unknown, or the runs not comparable): a gate does not pass unjudged"
+}
+
 func noiseText(x *float64) string {
 	if x == nil {
 		return "unknown"
@@ -316,7 +347,7 @@ func noiseText(x *float64) string {
 	return fmtBand(*x)
 }
 
-func sameTargetName(a, b evidence.Target) bool { return targetName(a) == targetName(b) }
+func sameTargetName(a, b evidence.Target) bool { return compare.SameTarget(a, b) }
 
 // ComparisonSlack writes SlackComparison as the slack format writes its
 // messages.

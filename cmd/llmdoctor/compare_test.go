@@ -76,7 +76,7 @@ func compareJSON(t *testing.T, args ...string) (int, compare.Comparison) {
 // whose interference comes in bursts, are not steady: their halves differ.)
 func TestCompareSteadyHalvesIsNoChange(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"healthy", "moe-bandwidth", "cpu-overhead", "long-prompt", "prefix-cache-miss"} {
+	for _, name := range []string{"healthy", "decode-bound", "moe-bandwidth", "cpu-overhead", "long-prompt", "prefix-cache-miss"} {
 		sc, err := sim.Load(name)
 		if err != nil {
 			t.Fatal(err)

@@ -61,6 +61,14 @@ func newCompare() *cobra.Command {
 			var names [2]string
 			switch {
 			case o.prom.url != "" && len(at) == 2 && len(args) == 0:
+				// Two windows that overlap share requests: their likeness
+				// would say nothing.
+				now := time.Now()
+				t1, err1 := parseTime("--at", at[0], now)
+				t2, err2 := parseTime("--at", at[1], now)
+				if err1 == nil && err2 == nil && t2.Sub(t1).Abs() < o.prom.window {
+					return usageErr("--at %s and --at %s are closer than --window %s: the windows would overlap", at[0], at[1], o.prom.window)
+				}
 				set, cfg, err := loadRulesFlag(o.in, o.configPath, o.rulesDirs)
 				if err != nil {
 					return err
@@ -87,7 +95,7 @@ func newCompare() *cobra.Command {
 				return usageErr("give two saved diagnoses (BEFORE.json AFTER.json), or --prom URL with two --at times")
 			}
 			cmp := compare.Compare(sides[0], sides[1], names[0], names[1], compare.Options{Tolerances: tols})
-			failed := cmp.Gate(limits)
+			failed := len(limits) > 0 && cmp.Gate(limits)
 			out := cmd.OutOrStdout()
 			switch format {
 			case "json":
@@ -156,12 +164,16 @@ func parseLimits[T any](flag, s string, known map[string]T) (map[string]float64,
 		if _, isKnown := known[k]; !ok || !isKnown {
 			return nil, usageErr("%s %q: want NAME=PERCENT with NAME one of %s", flag, kv, strings.Join(sortedKeys(known), ", "))
 		}
+		if _, dup := out[k]; dup {
+			return nil, usageErr("%s: %s given twice", flag, k)
+		}
 		pct := strings.HasSuffix(v, "%")
 		x, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
 		if pct {
 			x /= 100
 		}
-		if err != nil || !(x >= 0) || x > 100 {
+		// A bare number is a share: 0.1, not 10 (which would be 1000%).
+		if err != nil || !(x >= 0) || x > 10 || !pct && x > 1 {
 			return nil, usageErr("%s %s=%s: want a share such as 10%% or 0.1", flag, k, v)
 		}
 		out[k] = x

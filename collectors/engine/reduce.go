@@ -227,6 +227,13 @@ func (b *builder) dist(key, path string) evidence.Dist {
 	}
 	d.Count = count
 	if count > 0 {
+		// The largest observation lies at most at the top of the highest
+		// bucket holding one: what a comparison's band needs of the tail.
+		if _, hi := window.ObservedRange(buckets, count); !math.IsInf(hi, 0) {
+			if _, lo, _ := window.QuantileBucket(1, buckets); lo <= hi {
+				b.e.SetResolution(path+".max", lo, hi)
+			}
+		}
 		d.Mean = sum / count
 		if lo, hi := window.ObservedRange(buckets, count); d.Mean < lo*(1-1e-6)-1e-9 || d.Mean > hi*(1+1e-6)+1e-9 {
 			b.e.AddInconsistency(evidence.Inconsistency{Check: "mean-outside-buckets", Fields: []string{path},
