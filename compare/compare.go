@@ -68,6 +68,9 @@ type Target struct {
 	Why     string `json:"why"`
 	// Conditions are the request conditions and configuration side by side.
 	Conditions []Condition `json:"conditions"`
+	// Settings are settings that changed and are not numbers: the serving
+	// engine.
+	Settings []string `json:"settings_changed,omitempty"`
 	// Latency is each stage and latency figure before and after.
 	Latency []Delta `json:"latency"`
 	// Bottleneck is the verdict of each diagnosis.
@@ -342,9 +345,19 @@ func compareTarget(b, a advisor.TargetReport, opt Options) Target {
 		}
 		t.Latency = append(t.Latency, d)
 	}
+	if sb, sa := b.Target.ServedBy, a.Target.ServedBy; sb != sa {
+		t.Settings = append(t.Settings, fmt.Sprintf("serving engine %s → %s", orUnknown(sb), orUnknown(sa)))
+	}
 	t.Appeared, t.Cleared = findingsDiff(b.Findings, a.Findings)
 	t.Verdict, t.Why = judge(t)
 	return t
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 // judge: not comparable when any part of the traffic moved beyond its
@@ -376,7 +389,7 @@ func judge(t Target) (string, string) {
 			changed = append(changed, d.Name+" "+FormatChange(*d.Change, false))
 		}
 	}
-	var settings []string
+	settings := slices.Clone(t.Settings)
 	for _, c := range t.Conditions {
 		if c.Kind == "config" && c.Beyond {
 			settings = append(settings, c.Name)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
@@ -166,5 +167,22 @@ func TestWithheldAndUnknownAreNotNoChange(t *testing.T) {
 	c = Compare(mk(1, true), mk(5, false), "a", "b", Options{})
 	if len(c.Targets[0].Latency) != 0 || c.Targets[0].Verdict != Inconclusive {
 		t.Errorf("withheld before: %+v", c.Targets[0])
+	}
+}
+
+// A change of serving engine is named among the settings that changed.
+func TestServingEngineChangeIsNamed(t *testing.T) {
+	mk := func(by string, q float64) *advisor.Diagnosis {
+		r := summary([]float64{q, 2 * q, 3 * q, 4 * q, 5 * q, 6 * q, 7 * q, 8 * q, 9 * q, 10 * q})
+		r.Target.ServedBy = by
+		return &advisor.Diagnosis{Targets: []advisor.TargetReport{r}}
+	}
+	c := Compare(mk("vllm", 1), mk("sglang", 10), "a", "b", Options{})
+	tg := c.Targets[0]
+	if len(tg.Settings) != 1 || tg.Settings[0] != "serving engine vllm → sglang" {
+		t.Fatalf("settings %v", tg.Settings)
+	}
+	if tg.Verdict != Changed || !strings.Contains(tg.Why, "serving engine vllm → sglang") {
+		t.Errorf("%s: %q", tg.Verdict, tg.Why)
 	}
 }

@@ -1126,6 +1126,13 @@ func targetName(t evidence.Target) string {
 	if t.Engine != "" {
 		parts = append(parts, "engine "+t.Engine)
 	}
+	// The other labels the target was grouped by (--group-by namespace):
+	// two targets of one model differ only there.
+	for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
+		if v := t.Labels[k]; v != t.Model && v != t.Instance && v != t.Engine {
+			parts = append(parts, k+"="+v)
+		}
+	}
 	if len(parts) == 0 {
 		return "all series"
 	}
