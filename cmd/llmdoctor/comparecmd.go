@@ -36,12 +36,13 @@ func newCompare() *cobra.Command {
 			"tolerance, the verdict is NOT COMPARABLE, not a delta. Otherwise each stage and\n" +
 			"latency figure (queue, prefill, decode, TTFT, ITL, E2E) is shown before and after\n" +
 			"with its 95% noise band, from each side's request count, spread and histogram\n" +
-			"buckets: a change inside it is no change (docs/compare.md says how).\n" +
+			"buckets: a change inside it is no change, and a figure whose band is unknown makes\n" +
+			"the target INCONCLUSIVE, never NO CHANGE (docs/compare.md says how).\n" +
 			"--fail-on-regression gates a CI job on figures that grew past a limit and the noise.\n" +
 			"With --prom and two --at, the two windows (--window long, centred on each time)\n" +
 			"are diagnosed first, as diagnose --prom --at would." +
-			exitStatus("0  no gate failed (a pair not comparable passes, unless --strict)",
-				"1  a gate failed, or with --strict the pair is not comparable",
+			exitStatus("0  every gate was judged and held (without gates: it ran)",
+				"1  a gate failed or could not be judged, or with --strict the pair is not comparable",
 				exitBadUsage),
 		Example: "  llmdoctor compare before.json after.json\n" +
 			"  llmdoctor compare before.json after.json --fail-on-regression ttft_p99=10%,itl_p99=5% --format markdown\n" +
