@@ -69,8 +69,11 @@ type Item struct {
 	// when it cannot be checked.
 	Fix []rules.Step `json:"fix,omitempty"`
 	How string       `json:"how,omitempty"`
-	// Missing names the evidence an item that cannot be checked lacks.
+	// Missing names the evidence an item that cannot be checked lacks;
+	// Absent, that every piece of it is absent altogether (not too thin,
+	// not withheld as inconsistent).
 	Missing []string `json:"missing,omitempty"`
+	Absent  bool     `json:"absent,omitempty"`
 	Docs    string   `json:"docs"`
 }
 
@@ -99,6 +102,10 @@ func CheckTarget(e *evidence.Evidence, results []rules.Result) ChecklistTarget {
 		default:
 			g := gapOf(r)
 			it.Status, it.How, it.Missing = CannotCheck, g.How, g.Missing
+			it.Absent = len(g.Details) > 0
+			for _, m := range g.Details {
+				it.Absent = it.Absent && m.Why == "missing"
+			}
 			it.Message = "needs " + joinPaths(g.Missing)
 			t.CannotCheck++
 		}

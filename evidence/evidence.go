@@ -326,6 +326,10 @@ func Summarise(points []float64) Series {
 // SetResolution records that the value at path is known only to lie
 // between lo and hi (a quantile interpolated in a histogram bucket).
 func (e *Evidence) SetResolution(path string, lo, hi float64) {
+	// JSON has no infinity: an unbounded side is no resolution to give.
+	if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return
+	}
 	if e.Resolution == nil {
 		e.Resolution = map[string][2]float64{}
 	}

@@ -202,13 +202,14 @@ func (p *printer) item(it advisor.Item) {
 // shortItems is what the checklist's first screen shows of a target: every
 // failure, every SLO gate with its number, every other item that could not
 // be checked; items that wait only on the engine's metrics when no source
-// gives them, and the other passes, by id in a line each.
+// gives them (every piece absent, not merely too thin), and the other
+// passes, by id in a line each.
 func shortItems(t advisor.ChecklistTarget) (shown []advisor.Item, engine, passed []string) {
 	for _, it := range t.Items {
 		switch {
 		case it.Status == advisor.Pass && !strings.HasPrefix(it.ID, "slo/"):
 			passed = append(passed, it.ID)
-		case it.Status == advisor.CannotCheck && t.Target.ServedBy == "" && len(it.Missing) > 0 && allEngine(it.Missing):
+		case it.Status == advisor.CannotCheck && t.Target.ServedBy == "" && it.Absent && allEngine(it.Missing):
 			engine = append(engine, it.ID)
 		default:
 			shown = append(shown, it)

@@ -301,3 +301,48 @@ func TestSameAdviceInSameWords(t *testing.T) {
 		}
 	}
 }
+
+// A rule that reads more fields than the gap array holds, before one whose
+// gaps repeat from target to target, evaluates without running off the
+// array (a user rule may read forty fields; the built-in ones read seven).
+func TestWideRuleGaps(t *testing.T) {
+	var wide, small []string
+	for _, f := range evidence.Fields() {
+		if strings.Count(f.Path, ".") != 1 {
+			continue // one node a field: each missing field is a gap of its own
+		}
+		switch {
+		case strings.HasPrefix(f.Path, "stage.") && len(small) < 5:
+			small = append(small, f.Path)
+		case !strings.HasPrefix(f.Path, "stage.") && len(wide) < 40:
+			wide = append(wide, f.Path)
+		}
+	}
+	var rs []*Rule
+	for i, fields := range [][]string{wide, small} {
+		when := strings.Join(fields, " >= 0 && ") + " >= 0"
+		r, err := Parse("user.yaml", []byte(fmt.Sprintf("id: user/wide%d\ntitle: t\nlayer: stage\nbottleneck: queueing\nseverity: warning\nwhen: %s\nsays: x\n", i, when)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	s, err := NewSet(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The wide rule's gaps alternate, so they are kept; the small one's
+	// repeat, so they are shared.
+	for i := range 12 {
+		e := evidence.New(evidence.Target{Model: "m"})
+		if i%2 == 1 {
+			if e, err = FixtureEvidence(map[string]any{wide[0]: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := s.Evaluate(e, nil)
+		if len(out) != 2 || len(out[0].Missing()) < 30 || len(out[1].Missing()) != len(small) {
+			t.Fatalf("target %d: %d and %d gaps", i, len(out[0].Missing()), len(out[1].Missing()))
+		}
+	}
+}

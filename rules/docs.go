@@ -285,6 +285,10 @@ func (p page) before(i int) int {
 // each row as its first cell with the others beneath it, named by their
 // column.
 func textTable(b *strings.Builder, t block, in string, width int) {
+	if len(t.rows) == 0 {
+		b.WriteString(in + "none\n")
+		return
+	}
 	cols := len(t.rows[0])
 	w := make([]int, cols)
 	fits := true

@@ -74,3 +74,14 @@ func TestDocTextTables(t *testing.T) {
 		}
 	}
 }
+
+// A rule that reads no evidence renders in text as in Markdown.
+func TestDocTextOfARuleThatReadsNothing(t *testing.T) {
+	r, err := Parse("user.yaml", []byte("id: user/none\ntitle: t\nlayer: stage\nbottleneck: queueing\nseverity: warning\nwhen: 1 > 2\nsays: x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := DocText(r, 80); !strings.Contains(text, "EVIDENCE IT READS\n\n  none\n") {
+		t.Errorf("text:\n%s", text)
+	}
+}

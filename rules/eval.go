@@ -436,10 +436,10 @@ func (st *state) newNotes() *Notes {
 // missingNotes are notes naming what of reads is missing: those the rule
 // gave last when they name the same.
 func (st *state) missingNotes(r *Rule, reads []input) *Notes {
-	start := len(st.gaps)
+	saved := st.gaps // scan may move to a new array
 	m := st.missing(reads)
 	if last := st.lastGaps[r]; last != nil && slices.Equal(last.Missing, m) {
-		st.gaps = st.gaps[:start] // nothing holds them
+		st.gaps = saved // nothing holds what scan added
 		return last
 	}
 	if st.lastGaps == nil || len(st.lastGaps) > 1024 {

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -36,22 +38,23 @@ func newConfig() *cobra.Command {
 				_, err := cmd.OutOrStdout().Write(examples.Config)
 				return err
 			}
-			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-			if force {
-				flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-			}
-			f, err := os.OpenFile(path, flags, 0o644)
-			if errors.Is(err, fs.ErrExist) {
+			switch fi, err := os.Stat(path); {
+			case err == nil && fi.IsDir():
+				return &exitError{2, path + " is a directory: give a file's path, e.g. " + filepath.Join(path, "llmdoctor.yaml")}
+			case err == nil && !force:
 				return &exitError{2, path + " exists: keep it, give another PATH, or --force to replace it"}
-			}
-			if err != nil {
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
 				return &exitError{2, err.Error()}
 			}
-			if _, err := f.Write(examples.Config); err != nil {
-				f.Close()
+			// Written beside it, then renamed: a failed write leaves the
+			// old file as it was.
+			tmp := path + ".tmp"
+			if err := os.WriteFile(tmp, examples.Config, 0o644); err != nil {
+				os.Remove(tmp)
 				return &exitError{2, err.Error()}
 			}
-			if err := f.Close(); err != nil {
+			if err := os.Rename(tmp, path); err != nil {
+				os.Remove(tmp)
 				return &exitError{2, err.Error()}
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: every setting at its default; llmdoctor reads it from this directory\n", path)
@@ -60,9 +63,9 @@ func newConfig() *cobra.Command {
 	initCmd.Flags().BoolVar(&force, "force", false, "replace an existing file")
 	var dirs []string
 	check := &cobra.Command{Use: "check [PATH]", Short: "Check llmdoctor.yaml against the rules, as a run would", Args: maxArgs(1),
-		Long: "Read a llmdoctor.yaml (PATH, default ./llmdoctor.yaml) and check it as diagnose\n" +
-			"would before reading anything: its keys, its numbers and their units, that every\n" +
-			"rule id and param exists (--rules adds your rule directories), and that every\n" +
+		Long: "Read a llmdoctor.yaml (PATH, default ./llmdoctor.yaml; - for stdin) and check it\n" +
+			"as diagnose would before reading anything: its keys, its numbers and their units,\n" +
+			"that every rule id and param exists (--rules adds your rule directories), and that every\n" +
 			"suppression has a reason." + exitStatus("0  the file is valid", "2  it is not, or cannot be read: one line says where"),
 		Example: "  llmdoctor config check\n  llmdoctor config check deploy/llmdoctor.yaml --rules ./team-rules",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,7 +77,16 @@ func newConfig() *cobra.Command {
 			if err != nil {
 				return &exitError{2, err.Error()}
 			}
-			cfg, err := rules.LoadConfig(path)
+			var cfg *rules.Config
+			if path == "-" {
+				data, rerr := io.ReadAll(cmd.InOrStdin())
+				if rerr != nil {
+					return &exitError{2, rerr.Error()}
+				}
+				cfg, err = rules.ParseConfig("-", data)
+			} else {
+				cfg, err = rules.LoadConfig(path)
+			}
 			if err != nil {
 				return configError(path, err)
 			}

@@ -167,6 +167,9 @@ func (o *diagnoseOpts) sources() (diagnosis.Sources, error) {
 	if o.engine != "auto" {
 		src.Engine = o.engine
 	}
+	if o.prom.url == "" && (o.prom.at != "" || o.prom.printQueries) {
+		return src, usageErr("--at and --print-queries read a --prom server: give --prom URL")
+	}
 	if o.prom.url != "" {
 		p, err := o.prom.source()
 		if err != nil {

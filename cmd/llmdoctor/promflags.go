@@ -129,6 +129,9 @@ func (p *promFlags) source() (*diagnosis.PromSource, error) {
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
+		if at.After(now) {
+			return nil, usageErr("--at %s is in the future: nothing is recorded there yet", p.at)
+		}
 		// Nothing is recorded after now: a window reaching past it ends there.
 		end = at.Add(p.window / 2)
 		if end.After(now) {
