@@ -446,23 +446,8 @@ func findingsDiff(before, after []advisor.Finding) (appeared, cleared []string) 
 // number is the value at a dotted path of the evidence tree; nil when absent
 // or not a finite number.
 func number(ev map[string]any, path string) *float64 {
-	var cur any = ev
-	for _, k := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[k]
-	}
-	switch x := cur.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
-		}
+	if x := evidence.TreeNumber(ev, path); evidence.Present(x) {
 		return &x
-	case int:
-		f := float64(x)
-		return &f
 	}
 	return nil
 }

@@ -335,3 +335,21 @@ func (e *Evidence) SetResolution(path string, lo, hi float64) {
 	}
 	e.Resolution[path] = [2]float64{lo, hi}
 }
+
+// TreeNumber reads a dotted path (stage.ttft.p99) from a report's nested
+// maps — the evidence tree of the JSON contract, its conditions; NaN when
+// absent or not a number.
+func TreeNumber(tree map[string]any, path string) float64 {
+	var cur any = tree
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return math.NaN()
+		}
+		cur = m[k]
+	}
+	if x, ok := cur.(float64); ok {
+		return x
+	}
+	return math.NaN()
+}

@@ -42,7 +42,7 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 		case compare.Changed:
 			mark = st.bold.Render("Δ CHANGED")
 		}
-		p.wrap("", mark+"  "+strings.TrimPrefix(t.Why, strings.ReplaceAll(t.Verdict, "-", " ")+": "))
+		p.wrap("", mark+"  "+whyText(t))
 		if t.Bottleneck[0] != t.Bottleneck[1] {
 			p.wrap("  ", fmt.Sprintf("bottleneck: %s → %s", t.Bottleneck[0], t.Bottleneck[1]))
 		} else {
@@ -62,37 +62,28 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 		}
 		p.blank()
 		p.line(fmt.Sprintf("  %s %9s %9s %7s  %s", name("Conditions"), "before", "after", "change", "tolerance"))
-		for _, cd := range t.Conditions {
+		latency, conds := comparedRows(t)
+		row := func(r pageRow, flag string) {
 			mark := " "
-			if cd.Beyond {
-				mark = st.warn.Render("!")
+			if r.Flag {
+				mark = flag
 			}
-			tol := "equal"
-			if cd.Tolerance > 0 {
-				tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
-			}
-			p.line(fmt.Sprintf("%s %s %9s %9s %7s  %s", mark, name(cd.Name), fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After),
-				fmtChangePtr(cd.Change, cd.Absolute), tol))
+			p.line(fmt.Sprintf("%s %s %9s %9s %7s  %s", mark, name(r.Name), r.Before, r.After, r.Change, r.Band))
+		}
+		for _, r := range conds {
+			row(r, st.warn.Render("!"))
 		}
 		p.blank()
 		p.line(fmt.Sprintf("  %s %9s %9s %7s  %s", name("Latency"), "before", "after", "change", "noise (95%)"))
-		for _, d := range t.Latency {
-			mark := " "
-			if d.Significant {
-				mark = st.bold.Render("Δ")
-			}
-			nz := "unknown"
-			if d.Noise != nil {
-				nz = fmtBand(*d.Noise)
-			}
-			p.line(fmt.Sprintf("%s %s %9s %9s %7s  %s", mark, name(d.Name), fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), nz))
+		for _, r := range latency {
+			row(r, st.bold.Render("Δ"))
 		}
 	}
 	if len(c.Regressions) > 0 {
 		p.blank()
 		for _, r := range c.Regressions {
 			p.wrap("", fmt.Sprintf("%s %s: %s %s → %s (%s, limit +%s)", st.crit.Render("✗ REGRESSION"), targetName(r.Target), r.Gate,
-				fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+")))
+				fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), fmtLimit(r.Limit)))
 		}
 	}
 	if len(c.Unevaluated) > 0 {
@@ -136,6 +127,38 @@ func fmtChangePtr(x *float64, absolute bool) string {
 	return fmtChange(*x, absolute)
 }
 
+// comparedRows are a target's latency figures and conditions as every
+// format prints them: values, change, and the noise band or tolerance;
+// Flag marks a figure past its band, a condition past its tolerance.
+func comparedRows(t compare.Target) (latency, conds []pageRow) {
+	for _, d := range t.Latency {
+		band := "unknown"
+		if d.Noise != nil {
+			band = fmtBand(*d.Noise)
+		}
+		latency = append(latency, pageRow{Name: d.Name, Path: d.Path, Before: fmtSeconds(d.Before), After: fmtSeconds(d.After),
+			Change: fmtChangePtr(d.Change, false), Band: band, Flag: d.Significant})
+	}
+	for _, cd := range t.Conditions {
+		tol := "equal"
+		if cd.Tolerance > 0 {
+			tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
+		}
+		conds = append(conds, pageRow{Name: cd.Name, Path: cd.Path, Before: fmtValue(cd.Path, cd.Before), After: fmtValue(cd.Path, cd.After),
+			Change: fmtChangePtr(cd.Change, cd.Absolute), Band: tol, Flag: cd.Beyond})
+	}
+	return latency, conds
+}
+
+// whyText is a target's why without the verdict it starts with, for a
+// line that says the verdict already.
+func whyText(t compare.Target) string {
+	return strings.TrimPrefix(t.Why, strings.ReplaceAll(t.Verdict, "-", " ")+": ")
+}
+
+// fmtLimit is a gate's limit as a growth: 10%.
+func fmtLimit(x float64) string { return strings.TrimPrefix(fmtChange(x, false), "+") }
+
 // fmtBand is a noise band's half-width, relative: ±12%, ±0.8%.
 func fmtBand(x float64) string {
 	if x < 0.095 {
@@ -162,38 +185,28 @@ func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 	for _, t := range c.Targets {
 		verdict := map[string]string{compare.NoChange: "= no change", compare.Changed: "Δ changed", compare.NotComparable: "? not comparable"}[t.Verdict]
 		fmt.Fprintf(&b, "\n### %s\n\n**%s** — %s. Bottleneck: %s → %s.\n\n", targetName(t.Target), verdict,
-			strings.TrimPrefix(t.Why, strings.ReplaceAll(t.Verdict, "-", " ")+": "), t.Bottleneck[0], t.Bottleneck[1])
-		b.WriteString("| latency | before | after | change | noise (95%) |\n|---|---:|---:|---:|---:|\n")
-		for _, d := range t.Latency {
-			name := d.Name
-			if d.Significant {
-				name = "**" + name + "**"
+			whyText(t), t.Bottleneck[0], t.Bottleneck[1])
+		latency, conds := comparedRows(t)
+		table := func(head string, rows []pageRow) {
+			b.WriteString(head + "\n|---|---:|---:|---:|---:|\n")
+			for _, r := range rows {
+				name := r.Name
+				if r.Flag {
+					name = "**" + name + "**"
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, r.Before, r.After, r.Change, r.Band)
 			}
-			nz := "unknown"
-			if d.Noise != nil {
-				nz = fmtBand(*d.Noise)
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), nz)
 		}
-		b.WriteString("\n| condition | before | after | change | tolerance |\n|---|---:|---:|---:|---:|\n")
-		for _, cd := range t.Conditions {
-			name := cd.Name
-			if cd.Beyond {
-				name = "**" + name + "**"
-			}
-			tol := "equal"
-			if cd.Tolerance > 0 {
-				tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After), fmtChangePtr(cd.Change, cd.Absolute), tol)
-		}
+		table("| latency | before | after | change | noise (95%) |", latency)
+		b.WriteString("\n")
+		table("| condition | before | after | change | tolerance |", conds)
 	}
 	if len(c.Unevaluated) > 0 {
 		fmt.Fprintf(&b, "\n**✗ not judged**: %s\n", unevaluatedText(c))
 	}
 	for _, r := range c.Regressions {
 		fmt.Fprintf(&b, "\n**✗ regression** %s: `%s` %s → %s (%s, limit +%s)\n", targetName(r.Target), r.Gate, fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After),
-			fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+"))
+			fmtChangePtr(r.Delta.Change, false), fmtLimit(r.Limit))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -236,27 +249,12 @@ func ComparisonHTML(w io.Writer, c *compare.Comparison, o Options) error {
 		default:
 			pc.Class, pc.Word = "unknown", "? not comparable"
 		}
-		for _, d := range t.Latency {
-			band := "unknown"
-			if d.Noise != nil {
-				band = fmtBand(*d.Noise)
-			}
-			pc.Latency = append(pc.Latency, pageRow{Name: d.Name, Path: d.Path, Before: fmtSeconds(d.Before), After: fmtSeconds(d.After),
-				Change: fmtChangePtr(d.Change, false), Band: band, Flag: d.Significant})
-		}
-		for _, cd := range t.Conditions {
-			tol := "equal"
-			if cd.Tolerance > 0 {
-				tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
-			}
-			pc.Conditions = append(pc.Conditions, pageRow{Name: cd.Name, Path: cd.Path, Before: fmtValue(cd.Path, cd.Before),
-				After: fmtValue(cd.Path, cd.After), Change: fmtChangePtr(cd.Change, cd.Absolute), Band: tol, Flag: cd.Beyond})
-		}
+		pc.Latency, pc.Conditions = comparedRows(t)
 		p.Compared = append(p.Compared, pc)
 	}
 	for _, r := range c.Regressions {
 		p.Notes = append(p.Notes, fmt.Sprintf("✗ regression %s: %s %s → %s (%s, limit +%s)", targetName(r.Target), r.Gate,
-			fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+")))
+			fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), fmtLimit(r.Limit)))
 	}
 	return pages.ExecuteTemplate(w, "page", p)
 }
@@ -289,7 +287,7 @@ func SlackComparison(c *compare.Comparison, o SlackOptions) []SlackMessage {
 		b.held(slackContextBlock([]string{"before: " + esc(c.Before.Name) + " " + esc(sideWindow(c.Before)),
 			"after: " + esc(c.After.Name) + " " + esc(sideWindow(c.After))}))
 		b.add(slackHeader(verdict + " · " + name))
-		why := strings.TrimPrefix(t.Why, strings.ReplaceAll(t.Verdict, "-", " ")+": ")
+		why := whyText(t)
 		b.add(slackSection(cutMrkdwn(esc(why), 1200) + "\nbottleneck: " + esc(t.Bottleneck[0]) + " → " + esc(t.Bottleneck[1])))
 		// What moved: the traffic first (it decides whether the rest
 		// means anything), then the settings, then the figures.
@@ -313,7 +311,7 @@ func SlackComparison(c *compare.Comparison, o SlackOptions) []SlackMessage {
 		}
 		for _, r := range c.Regressions {
 			if sameTargetName(r.Target, t.Target) {
-				moved = append(moved, fmt.Sprintf("✗ *%s* grew %s, limit +%s", code(r.Gate), fmtChangePtr(r.Delta.Change, false), strings.TrimPrefix(fmtChange(r.Limit, false), "+")))
+				moved = append(moved, fmt.Sprintf("✗ *%s* grew %s, limit +%s", code(r.Gate), fmtChangePtr(r.Delta.Change, false), fmtLimit(r.Limit)))
 			}
 		}
 		if len(c.Unevaluated) > 0 {

@@ -388,7 +388,7 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 	if c := conditionsText(t.Conditions); c != "" {
 		pt.Conditions = strings.Split(c, " · ")
 	}
-	pt.Latency, pt.LatencyNoTTFT = latencyPage(id, t.LatencyMap, treeNumber(t.Evidence, "service.preemptions"))
+	pt.Latency, pt.LatencyNoTTFT = latencyPage(id, t.LatencyMap, evidence.TreeNumber(t.Evidence, "service.preemptions"))
 	if m := t.LatencyMap; m.ClientTTFT != nil {
 		pt.ClientLine = "clients saw mean TTFT " + units.Duration(*m.ClientTTFT)
 		if m.NetworkShare != nil {
@@ -603,14 +603,14 @@ func chartsOf(id string, t advisor.TargetReport, w advisor.Window) (charts []pag
 	if pts := c["prompt_ttft"]; len(pts) > 0 {
 		sc := chart.Scatter{ID: id + "-prompt", Title: "Prompt length → TTFT", X: chart.Axis{Label: "prompt tokens", Unit: chart.Tokens},
 			Y: chart.Axis{Label: "median TTFT", Unit: chart.Seconds}, Points: pts}
-		slope, icpt := treeNumber(t.Conditions, "prompt_ttft_slope"), treeNumber(t.Conditions, "prompt_ttft_intercept")
+		slope, icpt := evidence.TreeNumber(t.Conditions, "prompt_ttft_slope"), evidence.TreeNumber(t.Conditions, "prompt_ttft_intercept")
 		if evidence.Present(slope) && evidence.Present(icpt) {
 			// The slope is per 1000 prompt tokens; the chart's x is tokens.
 			sc.Fit = &chart.Fit{Slope: slope / 1000, Intercept: icpt,
 				Label: fmt.Sprintf("TTFT ≈ %s + %s per 1k tokens", units.Duration(icpt), units.Duration(slope))}
 		}
 		capt := "median TTFT of the requests in each prompt-length band"
-		if r2 := treeNumber(t.Conditions, "prompt_ttft_r2"); evidence.Present(r2) && sc.Fit != nil {
+		if r2 := evidence.TreeNumber(t.Conditions, "prompt_ttft_r2"); evidence.Present(r2) && sc.Fit != nil {
 			capt += "; fitted line R² " + units.Number(r2) + fitReading(r2)
 		}
 		add(sc, sc.ID, sc.Title, capt)

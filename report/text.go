@@ -782,23 +782,23 @@ var percentileRows = []struct{ label, path string }{
 // percentiles writes p50, p90 and p99 of each latency clients saw, beside
 // the server's, when a request-level source gave them.
 func (p *printer) percentiles(ev map[string]any) {
-	if math.IsNaN(treeNumber(ev, "service.client_ttft.p50")) && math.IsNaN(treeNumber(ev, "service.client_e2e.p50")) {
+	if math.IsNaN(evidence.TreeNumber(ev, "service.client_ttft.p50")) && math.IsNaN(evidence.TreeNumber(ev, "service.client_e2e.p50")) {
 		return
 	}
 	p.section("Latency percentiles (clients; the server where its metrics say)")
 	p.line(fmt.Sprintf("  %-14s %8s %8s %8s %9s", "", "p50", "p90", "p99", "requests"))
 	for _, r := range percentileRows {
-		p50 := treeNumber(ev, r.path+".p50")
+		p50 := evidence.TreeNumber(ev, r.path+".p50")
 		if math.IsNaN(p50) {
 			continue
 		}
-		n := treeNumber(ev, r.path+".count")
+		n := evidence.TreeNumber(ev, r.path+".count")
 		count := units.Number(n)
 		if strings.Contains(r.path, "itl") {
 			count = "" // gaps, not requests
 		}
-		p.line(strings.TrimRight(fmt.Sprintf("  %-14s %8s %8s %8s %9s", r.label, units.Duration(p50), units.Duration(treeNumber(ev, r.path+".p90")),
-			units.Duration(treeNumber(ev, r.path+".p99")), count), " "))
+		p.line(strings.TrimRight(fmt.Sprintf("  %-14s %8s %8s %8s %9s", r.label, units.Duration(p50), units.Duration(evidence.TreeNumber(ev, r.path+".p90")),
+			units.Duration(evidence.TreeNumber(ev, r.path+".p99")), count), " "))
 	}
 }
 
@@ -1014,7 +1014,7 @@ func (p *printer) curve(pts [][2]float64, cond map[string]any) {
 	}
 	p.line(fmt.Sprintf("  %8s └%s", "", strings.Repeat("─", cols)))
 	p.line(fmt.Sprintf("  %8s  0 … %s prompt tokens", "", units.Tokens(maxX)))
-	get := func(k string) float64 { return treeNumber(cond, k) }
+	get := func(k string) float64 { return evidence.TreeNumber(cond, k) }
 	p.wrap("  ", fmt.Sprintf("fit: TTFT ≈ %s + %s per 1k prompt tokens (R² %s)%s",
 		units.Duration(get("prompt_ttft_intercept")), units.Duration(get("prompt_ttft_slope")), units.Number(get("prompt_ttft_r2")),
 		fitReading(get("prompt_ttft_r2"))))
@@ -1047,27 +1047,10 @@ func stageLatency(stage string) string {
 	return "latency"
 }
 
-// treeNumber reads a dotted path from a report's nested maps (conditions,
-// the evidence tree); NaN when absent or not a number.
-func treeNumber(tree map[string]any, path string) float64 {
-	var cur any = tree
-	for _, k := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return math.NaN()
-		}
-		cur = m[k]
-	}
-	if x, ok := cur.(float64); ok {
-		return x
-	}
-	return math.NaN()
-}
-
 func conditionsText(c map[string]any) string {
 	var parts []string
 	get := func(path ...string) (float64, bool) {
-		x := treeNumber(c, strings.Join(path, "."))
+		x := evidence.TreeNumber(c, strings.Join(path, "."))
 		return x, evidence.Present(x)
 	}
 	if m, ok := get("prompt_tokens", "mean"); ok {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand"
 	"os"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
@@ -108,26 +108,9 @@ func runAccuracyCase(set *rules.Set, cfg *rules.Config, seed int64, i int, expos
 				c.Critical = append(c.Critical, f.Rule)
 			}
 		}
-		c.Finished = evidenceNumber(t.Evidence, "service.finished")
+		c.Finished = evidence.TreeNumber(t.Evidence, "service.finished")
 	}
 	return c, nil
-}
-
-// evidenceNumber reads one value from a target's evidence tree by its
-// dotted path; NaN when it is not there.
-func evidenceNumber(tree map[string]any, path string) float64 {
-	var cur any = tree
-	for _, k := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return math.NaN()
-		}
-		cur = m[k]
-	}
-	if x, ok := cur.(float64); ok {
-		return x
-	}
-	return math.NaN()
 }
 
 func writeAccuracyReport(path string) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/evidence"
 	"io"
 	"net"
 	"net/http"
@@ -121,7 +122,7 @@ var readmeUsage = map[string]func(t *testing.T){
 		if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Targets) != 1 {
 			t.Fatalf("%v:\n%.600s", err, out)
 		}
-		if n := evidenceNumber(d.Targets[0].Evidence, "service.instances"); n != 2 {
+		if n := evidence.TreeNumber(d.Targets[0].Evidence, "service.instances"); n != 2 {
 			t.Errorf("two replicas gave %v instances", n)
 		}
 	},
@@ -543,10 +544,10 @@ func TestRequestsDocExampleReads(t *testing.T) {
 			}
 		}
 		ev := d.Targets[0].Evidence
-		if ttft := evidenceNumber(ev, "service.client_ttft.p50"); ttft != 0.118 {
+		if ttft := evidence.TreeNumber(ev, "service.client_ttft.p50"); ttft != 0.118 {
 			t.Errorf("%s: client TTFT p50 %v, the example says 0.118", p, ttft)
 		}
-		if share := evidenceNumber(ev, "service.network_share"); !(share > 0) {
+		if share := evidence.TreeNumber(ev, "service.network_share"); !(share > 0) {
 			t.Errorf("%s: server_ttft gave no network share (%v)", p, share)
 		}
 	}

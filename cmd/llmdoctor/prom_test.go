@@ -23,6 +23,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
+	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/promtest"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 )
@@ -168,7 +169,9 @@ func runJSON(t *testing.T, args ...string) evidenceJSON {
 	return diagnoseInto[evidenceJSON](t, args...)
 }
 
-func num(m map[string]any, path ...string) float64 { return evidenceNumber(m, strings.Join(path, ".")) }
+func num(m map[string]any, path ...string) float64 {
+	return evidence.TreeNumber(m, strings.Join(path, "."))
+}
 
 // A Prometheus holding SGLang series is diagnosed as one holding vLLM's:
 // the same verdict from the same simulated window, the target named as

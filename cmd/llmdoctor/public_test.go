@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
 )
 
 // Real /metrics expositions that people pasted in public places, each under
@@ -224,7 +226,7 @@ func TestPublicExpositions(t *testing.T) {
 				}
 			}
 			for _, n := range c.nums {
-				if got := evidenceNumber(tg.Evidence, n.path); math.IsNaN(got) || math.Abs(got-n.want) > n.tol {
+				if got := evidence.TreeNumber(tg.Evidence, n.path); math.IsNaN(got) || math.Abs(got-n.want) > n.tol {
 					t.Errorf("%s = %v, want %v ± %v", n.path, got, n.want, n.tol)
 				}
 			}
@@ -282,10 +284,10 @@ func TestPublicUntypedHistogramIsRead(t *testing.T) {
 		t.Fatalf("%d targets; report:\n%s", len(d.Targets), text)
 	}
 	ev := d.Targets[0].Evidence
-	if got := evidenceNumber(ev, "stage.ttft.count"); got != 8060 {
+	if got := evidence.TreeNumber(ev, "stage.ttft.count"); got != 8060 {
 		t.Errorf("stage.ttft.count = %v, want 8060", got)
 	}
-	if got := evidenceNumber(ev, "stage.ttft.mean"); math.Abs(got-0.5871782302856445/8060) > 1e-9 {
+	if got := evidence.TreeNumber(ev, "stage.ttft.mean"); math.Abs(got-0.5871782302856445/8060) > 1e-9 {
 		t.Errorf("stage.ttft.mean = %v, want %v", got, 0.5871782302856445/8060)
 	}
 }
@@ -297,7 +299,7 @@ func TestPublicUntypedHistogramIsRead(t *testing.T) {
 func TestPublicTruncatedHistogramCountIsNotZero(t *testing.T) {
 	t.Parallel()
 	_, d, _ := publicDiagnose(t, "hermes-70b-v0.5.1-ttft-truncated.prom")
-	if got := evidenceNumber(d.Targets[0].Evidence, "stage.ttft.count"); got == 0 {
+	if got := evidence.TreeNumber(d.Targets[0].Evidence, "stage.ttft.count"); got == 0 {
 		t.Errorf("stage.ttft.count = 0; the buckets hold 208 observations")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 )
 
@@ -101,7 +102,7 @@ func withheld(t *testing.T, v lintView, family, field, why string) {
 	if !named {
 		t.Fatalf("%s not withheld for %s with %q: %+v", family, field, why, tg.Inconsistencies)
 	}
-	if x := evidenceNumber(tg.Evidence, field+".mean"); x == x {
+	if x := evidence.TreeNumber(tg.Evidence, field+".mean"); x == x {
 		t.Errorf("%s.mean = %v from a withheld family", field, x)
 	}
 }
@@ -128,7 +129,7 @@ func init() {
 				if !strings.Contains(strings.Join(v.Notes, "\n"), "vllm:num_requests_running: 1 series repeated") {
 					t.Errorf("notes %v", v.Notes)
 				}
-				if x := evidenceNumber(v.Targets[0].Evidence, "service.running.max"); x != 256 {
+				if x := evidence.TreeNumber(v.Targets[0].Evidence, "service.running.max"); x != 256 {
 					t.Errorf("running max %v, want 256", x)
 				}
 			}},
@@ -139,7 +140,7 @@ func init() {
 				line := regexp.MustCompile(`(?m)^vllm:cache_config_info\{.*$`).FindString(s)
 				s = strings.Replace(s, line, line+"\n"+line+"\n"+line, 1)
 				v := lintJSON(t, exampleText(t, "queueing", "start.prom"), s)
-				if x := evidenceNumber(v.Targets[0].Evidence, "cond.kv_capacity_tokens"); x != 27000*16 {
+				if x := evidence.TreeNumber(v.Targets[0].Evidence, "cond.kv_capacity_tokens"); x != 27000*16 {
 					t.Errorf("KV capacity %v, want %v", x, 27000*16)
 				}
 			}},
@@ -150,7 +151,7 @@ func init() {
 				line := regexp.MustCompile(`(?m)^vllm:cache_config_info\{.*$`).FindString(s)
 				s = strings.Replace(s, line, line+"\n"+strings.Replace(line, `num_gpu_blocks="27000"`, `num_gpu_blocks="9000"`, 1), 1)
 				tg := lintJSON(t, s).Targets[0]
-				if x := evidenceNumber(tg.Evidence, "cond.kv_capacity_tokens"); x == x {
+				if x := evidence.TreeNumber(tg.Evidence, "cond.kv_capacity_tokens"); x == x {
 					t.Errorf("KV capacity %v from two configurations", x)
 				}
 				found := false
@@ -178,7 +179,7 @@ func init() {
 				a := diagnoseInto[lintView](t, "--snapshot", p)
 				b := lintJSON(t, start.String(), end.String())
 				for _, f := range []string{"service.finished", "stage.ttft.count", "stage.queue.mean", "cond.window_seconds"} {
-					x, y := evidenceNumber(a.Targets[0].Evidence, f), evidenceNumber(b.Targets[0].Evidence, f)
+					x, y := evidence.TreeNumber(a.Targets[0].Evidence, f), evidence.TreeNumber(b.Targets[0].Evidence, f)
 					if !(x > 0) || x != y {
 						t.Errorf("%s: backfill file %v, its end snapshots %v", f, x, y)
 					}
@@ -242,7 +243,7 @@ func init() {
 				start := exampleText(t, "queueing", "start.prom")
 				start = regexp.MustCompile(`(?m)^(# (HELP|TYPE) )?vllm:request_success_total.*\n`).ReplaceAllString(start, "")
 				v := lintJSON(t, start, exampleText(t, "queueing", "end.prom"))
-				if x := evidenceNumber(v.Targets[0].Evidence, "service.finished"); !(x > 0) {
+				if x := evidence.TreeNumber(v.Targets[0].Evidence, "service.finished"); !(x > 0) {
 					t.Errorf("finished %v", x)
 				}
 			}},
@@ -255,7 +256,7 @@ func init() {
 				if !strings.Contains(strings.Join(v.Notes, "\n"), "vllm:time_to_first_token_seconds has no TYPE line") {
 					t.Errorf("notes %v", v.Notes)
 				}
-				if x := evidenceNumber(v.Targets[0].Evidence, "stage.ttft.count"); x != 14800 {
+				if x := evidence.TreeNumber(v.Targets[0].Evidence, "stage.ttft.count"); x != 14800 {
 					t.Errorf("TTFT count %v, want 14800", x)
 				}
 			}},
@@ -265,7 +266,7 @@ func init() {
 				s := exampleText(t, "queueing", "end.prom")
 				s = regexp.MustCompile(`(?m)^vllm:time_to_first_token_seconds_(sum|count)\{.*\n`).ReplaceAllString(s, "")
 				ev := lintJSON(t, s).Targets[0].Evidence
-				if c, p99, m := evidenceNumber(ev, "stage.ttft.count"), evidenceNumber(ev, "stage.ttft.p99"), evidenceNumber(ev, "stage.ttft.mean"); c != 14800 || !(p99 > 0) || m == m {
+				if c, p99, m := evidence.TreeNumber(ev, "stage.ttft.count"), evidence.TreeNumber(ev, "stage.ttft.p99"), evidence.TreeNumber(ev, "stage.ttft.mean"); c != 14800 || !(p99 > 0) || m == m {
 					t.Errorf("count %v p99 %v mean %v", c, p99, m)
 				}
 			}},
@@ -275,7 +276,7 @@ func init() {
 				s := exampleText(t, "queueing", "end.prom")
 				s = regexp.MustCompile(`(?m)^vllm:time_to_first_token_seconds_(sum|count)\{.*\n|^vllm:time_to_first_token_seconds_bucket\{[^}]*le="\+Inf"[^}]*\}.*\n`).ReplaceAllString(s, "")
 				v := lintJSON(t, s)
-				if c := evidenceNumber(v.Targets[0].Evidence, "stage.ttft.count"); c == 0 {
+				if c := evidence.TreeNumber(v.Targets[0].Evidence, "stage.ttft.count"); c == 0 {
 					t.Errorf("count 0 from a cut histogram")
 				}
 				if !strings.Contains(strings.Join(v.Notes, "\n"), "vllm:time_to_first_token_seconds has no +Inf bucket") {
@@ -344,7 +345,7 @@ func init() {
 					return line + " " + strconv.Itoa(1753795000000+n*37)
 				})
 				v := lintJSON(t, s)
-				if x := evidenceNumber(v.Targets[0].Evidence, "cond.window_seconds"); x == x {
+				if x := evidence.TreeNumber(v.Targets[0].Evidence, "cond.window_seconds"); x == x {
 					t.Errorf("window of %v s from one dump", x)
 				}
 			}},
@@ -375,7 +376,7 @@ func init() {
 				for _, in := range v.Targets[0].Inconsistencies {
 					t.Errorf("named as inconsistent: %+v", in)
 				}
-				if x := evidenceNumber(v.Targets[0].Evidence, "resource.prefix_hit_rate"); x == x {
+				if x := evidence.TreeNumber(v.Targets[0].Evidence, "resource.prefix_hit_rate"); x == x {
 					t.Errorf("hit rate %v from -1", x)
 				}
 			}},

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmdoctor/llmdoctor/evidence"
 )
 
 // gpuRun diagnoses the queueing example with one DCGM GPU of the given
@@ -43,7 +45,7 @@ func gpuRun(t *testing.T, model string, extra ...string) (peak float64, notes []
 	if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Targets) != 1 {
 		t.Fatalf("%v: %s", err, out)
 	}
-	return evidenceNumber(d.Targets[0].Evidence, "resource.peak_bandwidth"), d.Notes
+	return evidence.TreeNumber(d.Targets[0].Evidence, "resource.peak_bandwidth"), d.Notes
 }
 
 func gpuPeakIs(model string, want float64) func(t *testing.T) {

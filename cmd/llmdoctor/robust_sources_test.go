@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
+	"github.com/llmdoctor/llmdoctor/evidence"
 )
 
 // serveText serves one exposition on every path.
@@ -83,7 +84,7 @@ func init() {
 				end := strconv.FormatInt(fx.ends["queue-bound"].Unix(), 10)
 				v := diagnoseInto[lintView](t, "--prom", fx.url, "--window", "15m", "--step", "1s", "--end", end)
 				// The backfill holds a sample every 15 s: 61 in the window, not 900.
-				if n := evidenceNumber(v.Targets[0].Evidence, "service.waiting.samples"); !(n >= 55 && n <= 125) {
+				if n := evidence.TreeNumber(v.Targets[0].Evidence, "service.waiting.samples"); !(n >= 55 && n <= 125) {
 					t.Fatalf("waiting samples %v over 15m of 15 s scrapes", n)
 				}
 			}},
