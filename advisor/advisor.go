@@ -148,6 +148,31 @@ type Step struct {
 	Do   string   `json:"do"`
 	Cost string   `json:"cost"`
 	For  []string `json:"for"`
+	// Whatif names the change a simulation can price (rules.Changes).
+	Whatif string `json:"whatif,omitempty"`
+	// Effect is what whatif predicts the step will do, when it was asked
+	// and could.
+	Effect *Effect `json:"effect,omitempty"`
+}
+
+// Effect is a calibrated simulation's prediction for one next step.
+type Effect struct {
+	// Change is the exact change simulated: "max_num_seqs 32 → 128".
+	Change string `json:"change"`
+	// Figures are observed and predicted values, by name (ttft_p99, …).
+	Figures []EffectFigure `json:"figures"`
+	// ReplayError is the calibration's largest relative error when it
+	// replayed the window unchanged: how far to trust the prediction.
+	ReplayError float64 `json:"replay_error"`
+	// Note says what else the simulation saw (the queue still grows, …).
+	Note string `json:"note,omitempty"`
+}
+
+// EffectFigure is one latency figure before (observed) and after (predicted).
+type EffectFigure struct {
+	Name      string  `json:"name"`
+	Observed  float64 `json:"observed"`
+	Predicted float64 `json:"predicted"`
 }
 
 // Gap is a rule that could not run, with what it needs.
@@ -555,7 +580,7 @@ func mergeSteps(fs []Finding) []Step {
 				continue
 			}
 			idx[s.Do] = len(out)
-			out = append(out, Step{Do: s.Do, Cost: s.Cost, For: []string{f.Rule}})
+			out = append(out, Step{Do: s.Do, Cost: s.Cost, For: []string{f.Rule}, Whatif: s.Whatif})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return rules.CostRank(out[i].Cost) < rules.CostRank(out[j].Cost) })

@@ -1,4 +1,4 @@
-package diagnosis
+package diagnosis_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
@@ -34,7 +35,7 @@ func FuzzDiagnose(f *testing.F) {
 			return
 		}
 		s1.Time, s2.Time = time.Unix(0, 0), time.Unix(900, 0)
-		in := &Input{Window: scrape.Window([]*scrape.Snapshot{s1, s2}, "", "fuzz")}
+		in := &diagnosis.Input{Window: scrape.Window([]*scrape.Snapshot{s1, s2}, "", "fuzz")}
 		d := in.Diagnose(set, &rules.Config{})
 		if _, err := json.Marshal(d); err != nil {
 			t.Fatalf("diagnosis does not marshal: %v", err)

@@ -211,7 +211,11 @@ func slackTarget(d *advisor.Diagnosis, t advisor.TargetReport, o SlackOptions) S
 	}
 	var steps []string
 	for i, s := range t.Next {
-		steps = append(steps, fmt.Sprintf("%d. [%s] %s", i+1, esc(s.Cost), esc(s.Do)))
+		line := fmt.Sprintf("%d. [%s] %s", i+1, esc(s.Cost), esc(s.Do))
+		if s.Effect != nil {
+			line += "\n    _" + esc(EffectText(s.Effect)) + "_"
+		}
+		steps = append(steps, line)
 	}
 	shown := b.lines("*Next steps, cheapest first*", steps[:min(len(steps), slackMainSteps)], "step")
 	b.omit("step", len(steps)-min(len(steps), slackMainSteps))

@@ -432,6 +432,9 @@ func (p *printer) target(t advisor.TargetReport) {
 		}
 		for i, s := range steps {
 			p.wrap("  ", fmt.Sprintf("%d. [%s] %s", i+1, s.Cost, s.Do))
+			if s.Effect != nil {
+				p.wrap("     ", p.st.dim.Render(EffectText(s.Effect)))
+			}
 		}
 		if n := len(t.Next) - len(steps); n > 0 {
 			p.wrap("  ", p.st.dim.Render(fmt.Sprintf("+ %d more step%s, costlier", n, plural(n))))

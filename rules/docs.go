@@ -135,7 +135,11 @@ func docPage(r *Rule) page {
 		add(section, "Next steps")
 		var l []string
 		for _, s := range r.Next {
-			l = append(l, "**"+s.Cost+"** — "+KnobWords(s.Do))
+			item := "**" + s.Cost + "** — " + KnobWords(s.Do)
+			if s.Whatif != "" {
+				item += " *(whatif simulates: " + KnobWords(Changes[s.Whatif]) + ")*"
+			}
+			l = append(l, item)
 		}
 		p = append(p, block{kind: list, list: l})
 	}

@@ -214,6 +214,10 @@ func Parse(file string, data []byte) (*Rule, error) {
 		if err := checkKnobs(s.Do); err != nil {
 			return nil, fail("next", "next step %d: %v", i+1, err)
 		}
+		if _, ok := Changes[s.Whatif]; s.Whatif != "" && !ok {
+			return nil, fail("next", "next step %d: whatif %q is not one of %s", i+1, s.Whatif,
+				strings.Join(slices.Sorted(maps.Keys(Changes)), ", "))
+		}
 	}
 	for p := range spec.Params {
 		if strings.TrimSpace(spec.Thresholds[p]) == "" {

@@ -70,6 +70,22 @@ var Layers = []string{"cond", "stage", "service", "resource"}
 type Step struct {
 	Do   string `yaml:"do" json:"do"`
 	Cost string `yaml:"cost" json:"cost"`
+	// Whatif names the change a simulation can price for this step, one of
+	// Changes; empty when none can.
+	Whatif string `yaml:"whatif,omitempty" json:"whatif,omitempty"`
+}
+
+// Changes are the settings changes whatif can simulate, by name, each with
+// what exactly it simulates.
+var Changes = map[string]string{
+	"more_seqs":            "max_num_seqs × 4, at most what the KV cache holds at the mean request size, and max_num_batched_tokens at least × 2",
+	"fewer_seqs":           "max_num_seqs halved",
+	"larger_token_budget":  "max_num_batched_tokens × 2",
+	"smaller_token_budget": "chunked prefill on, max_num_batched_tokens 2048",
+	"chunked_prefill":      "chunked prefill on, max_num_batched_tokens at most 8192",
+	"prefix_caching":       "prefix caching on",
+	"fp8_kv":               "an fp8 KV cache: twice the blocks, half the bytes read per token of context",
+	"one_more_replica":     "one more replica: each gets n/(n+1) of the arrival rate",
 }
 
 // Spec is a rule file as written.

@@ -30,6 +30,7 @@ func newDemo() *cobra.Command {
 		list                 bool
 		table, accuracy      string
 		engineName           string
+		wf                   whatifFlags
 	)
 	c := &cobra.Command{
 		Use:   "demo",
@@ -71,6 +72,10 @@ func newDemo() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			wo, err := wf.options(set, cfg, true)
+			if err != nil {
+				return err
+			}
 			sc, err := loadScenario(in, scenario)
 			if err != nil {
 				return usageErr("%v", err)
@@ -82,6 +87,7 @@ func newDemo() *cobra.Command {
 			if err != nil {
 				return &exitError{2, err.Error()}
 			}
+			wf.apply(cmd.Context(), d, wo)
 			if err := out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
 				return r.Diagnosis(w, d, opt)
 			}); err != nil {
@@ -100,6 +106,7 @@ func newDemo() *cobra.Command {
 	f.MarkHidden("accuracy")
 	out.add(f, report.DiagnosisDoc)
 	addRuleFlags(f, &configPath, &rulesDirs)
+	wf.add(f, true)
 	return c
 }
 

@@ -41,6 +41,7 @@ type diagnoseOpts struct {
 	failOn           string
 	groupBy          []string
 	timeout          time.Duration
+	whatif           whatifFlags
 	// in is the run's standard input (see input).
 	in *input
 }
@@ -81,6 +82,7 @@ func newDiagnose() *cobra.Command {
 	o.out.add(f, report.DiagnosisDoc)
 	addRuleFlags(f, &o.configPath, &o.rulesDirs)
 	f.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above fires (info, warning, critical)")
+	o.whatif.add(f, true)
 	return c
 }
 
@@ -130,6 +132,10 @@ func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	wo, err := o.whatif.options(set, cfg, true)
+	if err != nil {
+		return err
+	}
 	src, err := o.sources()
 	if err != nil {
 		return err
@@ -138,6 +144,7 @@ func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	if err != nil {
 		return o.explain(err)
 	}
+	o.whatif.apply(cmd.Context(), d, wo)
 	if err := o.out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
 		return r.Diagnosis(w, d, opt)
 	}); err != nil {

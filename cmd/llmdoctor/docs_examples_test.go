@@ -240,6 +240,26 @@ var readmeUsage = map[string]func(t *testing.T){
 			t.Errorf("compare of one diagnosis with itself:\n%s", out)
 		}
 	},
+	"llmdoctor whatif …same sources… | --scenario NAME [--assume max_num_seqs=32] [--format json]": func(t *testing.T) {
+		out := runs(t, ran, "whatif", "--scenario", "queue-bound", "--assume", "max_num_seqs=32", "--color", "never")
+		if !strings.Contains(out, "✓ REPRODUCED") || !strings.Contains(out, "max_num_seqs 32 → 128") || !strings.Contains(out, "assumed (--assume)") {
+			t.Errorf("whatif --scenario queue-bound:\n%s", out)
+		}
+		out = runs(t, ran, append([]string{"whatif", "--format", "json"}, example("queueing")...)...)
+		var res struct {
+			Schema  string `json:"schema"`
+			Targets []struct {
+				Why string `json:"why"`
+			} `json:"targets"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Schema != "llmdoctor.whatif/v1" || len(res.Targets) != 1 {
+			t.Errorf("whatif --format json on the example snapshots: %v\n%.600s", err, out)
+		}
+		out = runs(t, ran, "demo", "--scenario", "queue-bound", "--whatif", "--color", "never")
+		if !strings.Contains(out, "whatif max_num_seqs 32 → 128") {
+			t.Errorf("demo --whatif:\n%s", out)
+		}
+	},
 	`llmdoctor docs man DIR                           (a man page per command, from its help text)`: func(t *testing.T) {
 		dir := t.TempDir()
 		runs(t, ran, "docs", "man", dir)

@@ -25,9 +25,12 @@ var allowed = map[string][]string{
 	"evidence":          {"internal/units"},
 	"rules":             {"evidence", "internal/units", "internal/wrap"},
 	"advisor":           {"evidence", "rules", "internal/units"},
-	"report":            {"advisor", "compare", "evidence", "rules", "internal/units", "internal/wrap", "internal/chart"},
+	"report":            {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "internal/chart"},
 	"compare":           {"advisor", "evidence"},
-	"diagnosis":         {"collectors/", "evidence", "rules", "advisor", "internal/"},
+	// After the advisor: a simulator calibrated to a diagnosis, replayed
+	// through the same pipeline; it annotates the diagnosis's steps.
+	"whatif":    {"advisor", "diagnosis", "evidence", "rules", "internal/sim"},
+	"diagnosis": {"collectors/", "evidence", "rules", "advisor", "internal/"},
 	// The seam: transports and the builder know kinds, never an engine.
 	"collectors/engine": {"collectors/window", "evidence"},
 	"collectors/scrape": {"collectors/engine", "collectors/window", "internal/"},

@@ -107,6 +107,16 @@ func New(sc *Scenario, keepRecords bool) (*Engine, error) {
 	}
 	gpu, _ := lookupGPU(sc.GPU)
 	model, _ := lookupModel(sc.Model)
+	if sc.Engine.Cost != nil {
+		// A fitted cost needs no shape; the GPU's numbers only keep the
+		// DCGM gauges finite.
+		if model.Served == "" {
+			model = Model{Name: sc.Model, Served: sc.Model, DTypeBytes: 2}
+		}
+		if gpu.Name == "" {
+			gpu = GPUs["H100-SXM"]
+		}
+	}
 	e := &Engine{sc: sc, gpu: gpu, model: model, rng: rand.New(rand.NewSource(sc.Seed)),
 		groups: map[int]*prefixGroup{}, keepRecords: keepRecords, MinDecodeSlack: math.Inf(1)}
 	e.kvBytesPerToken = model.KVBytesPerToken()
@@ -115,12 +125,22 @@ func New(sc *Scenario, keepRecords bool) (*Engine, error) {
 	}
 	free := gpu.MemBytes*float64(sc.TP)*sc.Engine.GPUMemoryUtilization - model.WeightBytes()
 	e.totalBlocks = int(free / (e.kvBytesPerToken * float64(sc.Engine.BlockSize)))
+	if sc.Engine.GPUBlocks > 0 {
+		e.totalBlocks = sc.Engine.GPUBlocks
+	}
 	if e.totalBlocks < 16 {
 		return nil, fmt.Errorf("scenario %s: %s does not fit %d × %s at gpu_memory_utilization %.2f", sc.Name,
 			model.Name, sc.TP, gpu.Name, sc.Engine.GPUMemoryUtilization)
 	}
 	e.m = newMetrics(e)
-	e.nextArrival = e.gap(0)
+	if n := sc.Workload.Concurrency; n > 0 {
+		e.nextArrival = math.Inf(1)
+		for range n {
+			heap.Push(&e.pending, e.newRequest(0))
+		}
+	} else {
+		e.nextArrival = e.gap(0)
+	}
 	return e, nil
 }
 
@@ -388,6 +408,9 @@ func (e *Engine) cost(batch []work) stepCost {
 		c.comm = 2 * float64(m.Layers) * per
 	}
 	c.overhead = e.sc.Engine.StepOverhead.Seconds()
+	if f := e.sc.Engine.Cost; f != nil {
+		c.mem, c.cmp, c.comm, c.overhead, c.weightBytes = f.Memory+f.PerContext*kvRead, f.PerToken*c.tokens, 0, f.Fixed, 0
+	}
 	return c
 }
 
@@ -449,6 +472,9 @@ func (e *Engine) finish(r *request, reason string) {
 		}
 	}
 	e.free(r)
+	if e.sc.Workload.Concurrency > 0 {
+		heap.Push(&e.pending, e.newRequest(e.now))
+	}
 	e.m.finished(r, e.now, reason)
 	e.truthFinished(r)
 	if e.keepRecords {

@@ -57,6 +57,23 @@ type EngineConfig struct {
 	Front time.Duration `yaml:"front,omitempty"`
 	// FrontPerKToken adds tokenization time per thousand prompt tokens.
 	FrontPerKToken time.Duration `yaml:"front_per_k_token,omitempty"`
+	// Cost, when set, prices a step from fitted coefficients instead of the
+	// model's shape and the GPU's peaks; GPUBlocks then gives the KV cache
+	// size, and the model and GPU may be left out.
+	Cost      *StepCost `yaml:"cost,omitempty"`
+	GPUBlocks int       `yaml:"gpu_blocks,omitempty"`
+}
+
+// StepCost is a step's time from its work, in seconds, on the roofline the
+// modelled cost follows: Fixed (CPU work) + the larger of the memory time,
+// Memory (weights) + PerContext × context tokens read, and the compute
+// time, PerToken × tokens computed. It is what a calibration fits to a
+// deployment's observed times.
+type StepCost struct {
+	Fixed      float64 `yaml:"fixed"`
+	Memory     float64 `yaml:"memory"`
+	PerToken   float64 `yaml:"per_token"`
+	PerContext float64 `yaml:"per_context"`
 }
 
 // Workload describes the requests.
@@ -76,6 +93,11 @@ type Workload struct {
 	Streaming *bool `yaml:"streaming,omitempty"`
 	// ClientRTT is the network round trip between client and server.
 	ClientRTT time.Duration `yaml:"client_rtt,omitempty"`
+	// Concurrency, when positive, closes the loop instead of Rate: this many
+	// requests are in the system from the start, and each one that finishes
+	// is replaced at once, as a benchmark client with a fixed concurrency
+	// sends them.
+	Concurrency int `yaml:"concurrency,omitempty"`
 }
 
 // RateStep sets a new arrival rate from an offset on.
@@ -209,17 +231,30 @@ func (s *Scenario) Check() error {
 	if s.Name == "" {
 		return fmt.Errorf("scenario has no name")
 	}
-	if _, err := lookupGPU(s.GPU); err != nil {
-		return fmt.Errorf("scenario %s: %v", s.Name, err)
+	if c := s.Engine.Cost; c != nil {
+		if !(c.Fixed >= 0) || !(c.Memory >= 0) || !(c.PerToken >= 0) || !(c.PerContext >= 0) ||
+			!(c.Fixed+c.Memory > 0) || math.IsInf(c.Fixed+c.Memory+c.PerToken+c.PerContext, 0) {
+			return fmt.Errorf("scenario %s: engine.cost needs finite fixed, memory, per_token, per_context ≥ 0, fixed + memory > 0", s.Name)
+		}
+		if s.Engine.GPUBlocks < 16 {
+			return fmt.Errorf("scenario %s: engine.cost needs engine.gpu_blocks ≥ 16", s.Name)
+		}
+	} else {
+		if _, err := lookupGPU(s.GPU); err != nil {
+			return fmt.Errorf("scenario %s: %v", s.Name, err)
+		}
+		if _, err := lookupModel(s.Model); err != nil {
+			return fmt.Errorf("scenario %s: %v", s.Name, err)
+		}
 	}
-	if _, err := lookupModel(s.Model); err != nil {
-		return fmt.Errorf("scenario %s: %v", s.Name, err)
+	if s.Workload.Concurrency < 0 {
+		return fmt.Errorf("scenario %s: workload.concurrency must not be negative", s.Name)
 	}
 	if s.Exposes != "" && !slices.Contains(Exposures, s.Exposes) {
 		return fmt.Errorf("scenario %s: exposes %q (%s)", s.Name, s.Exposes, strings.Join(Exposures, " or "))
 	}
-	if s.Workload.Rate <= 0 {
-		return fmt.Errorf("scenario %s: workload.rate must be positive", s.Name)
+	if s.Workload.Rate <= 0 && s.Workload.Concurrency <= 0 {
+		return fmt.Errorf("scenario %s: workload.rate must be positive (or workload.concurrency given)", s.Name)
 	}
 	if a := s.Workload.Arrival; a != "poisson" && a != "bursty" {
 		return fmt.Errorf("scenario %s: workload.arrival %q (poisson or bursty)", s.Name, a)

@@ -1,0 +1,248 @@
+package whatif
+
+import (
+	"context"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/whatif.md")
+
+func options(t *testing.T) Options {
+	t.Helper()
+	set, err := rules.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Rules: set, Config: &rules.Config{}}
+}
+
+// The validation: random scenarios predicted and then run with the change;
+// docs/whatif.md publishes the error, and the queue-bound demo's first
+// step must land within it.
+func TestValidation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a few hundred simulated windows")
+	}
+	o := options(t)
+	ctx := context.Background()
+	cs, err := Validate(ctx, ValidationSeed, ValidationWant, validationMax, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo, err := RunDemo(ctx, "queue-bound", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := ValidationReport(cs, demo, DefaultTolerance)
+	path := filepath.Join("..", "docs", "whatif.md")
+	if *update {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := os.ReadFile(path); string(got) != doc {
+		t.Error("docs/whatif.md is stale: run go test ./whatif -run TestValidation -update")
+	}
+
+	predicted := 0
+	for _, c := range cs {
+		if c.PredictedAny() {
+			predicted++
+			if c.ReplayError > DefaultTolerance {
+				t.Errorf("%s: predicted with a replay error of %.2f, over the tolerance", c.Scenario, c.ReplayError)
+			}
+		}
+	}
+	if predicted < 50 {
+		t.Errorf("%d predictions, want at least 50", predicted)
+	}
+	// Guards: what the page publishes may not silently get worse.
+	guards := map[string]struct{ median, direction float64 }{
+		"ttft_p99": {0.5, 0.6}, "e2e_p99": {0.3, 0.55}, "itl_p99": {0.3, 0.6}, "e2e_p50": {0.25, 0.6},
+	}
+	published := map[string]Summary{}
+	for _, s := range Summarize(cs) {
+		published[s.Name] = s
+		if g, ok := guards[s.Name]; ok && (s.Median > g.median || s.Direction < g.direction) {
+			t.Errorf("%s: median error %.2f (guard %.2f), direction %.2f (guard %.2f)", s.Name, s.Median, g.median, s.Direction, g.direction)
+		}
+	}
+	// The must-show: the queue-bound demo's first step, within the
+	// published error (its p99s within the median, the rest within p90).
+	if len(demo.Figures) < 6 {
+		t.Fatalf("demo predicted %d figures", len(demo.Figures))
+	}
+	for _, f := range demo.Figures {
+		e := math.Abs(f.Predicted-f.Actual) / f.Actual
+		limit := published[f.Name].P90
+		if strings.HasSuffix(f.Name, "p99") {
+			limit = published[f.Name].Median
+		}
+		if !(e <= limit) {
+			t.Errorf("queue-bound %s: predicted %.4g, measured %.4g: error %.2f over the published %.2f", f.Name, f.Predicted, f.Actual, e, limit)
+		}
+	}
+	if !strings.Contains(demo.Change, "max_num_seqs 32 → 128") {
+		t.Errorf("queue-bound's first step simulated %q, want max_num_seqs 32 → 128", demo.Change)
+	}
+}
+
+// A calibration that lacks what it needs says so and predicts nothing.
+func TestCalibrateRefuses(t *testing.T) {
+	o := options(t)
+	ctx := context.Background()
+	sc, _ := sim.Load("queue-bound")
+	d, err := Simulate(ctx, sc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := d.Targets[0]
+	for _, tc := range []struct {
+		drop, want string
+	}{
+		{"cond.gpu_blocks", "KV cache's size is unknown"},
+		{"service.request_rate", "no request rate"},
+		{"stage.prefill", "no prefill time"},
+		{"cond.prompt_tokens", "prompt lengths"},
+		{"cond.window_seconds", "window's length"},
+	} {
+		t.Run(tc.drop, func(t *testing.T) {
+			tr := base
+			tr.Evidence = without(base.Evidence, tc.drop)
+			tr.Next = append([]advisor.Step{}, base.Next...)
+			got := Calibrate(ctx, &tr, o)
+			if !strings.Contains(got.Why, tc.want) || got.Reproduced {
+				t.Fatalf("why %q, reproduced %v; want %q", got.Why, got.Reproduced, tc.want)
+			}
+			for _, s := range got.Steps {
+				if s.Effect != nil || !strings.HasPrefix(s.Why, "not predicted: ") {
+					t.Errorf("step %q priced without a calibration: %+v", s.Step, s)
+				}
+			}
+		})
+	}
+	tr := base
+	tr.Inconsistencies = []evidence.Inconsistency{{Check: "x", Note: "queue exceeds TTFT"}}
+	if got := Calibrate(ctx, &tr, o); !strings.Contains(got.Why, "contradicts itself (queue exceeds TTFT)") {
+		t.Errorf("inconsistent evidence: why %q", got.Why)
+	}
+}
+
+// without copies an evidence tree without one dotted path.
+func without(tree map[string]any, path string) map[string]any {
+	out := map[string]any{}
+	head, rest, deeper := strings.Cut(path, ".")
+	for k, v := range tree {
+		if k != head {
+			out[k] = v
+			continue
+		}
+		if m, ok := v.(map[string]any); ok && deeper {
+			out[k] = without(m, rest)
+		}
+	}
+	return out
+}
+
+// A window the replay misses gets no numbers, and the reason names the figure.
+func TestNotReproducedPredictsNothing(t *testing.T) {
+	o := options(t)
+	ctx := context.Background()
+	sc, _ := sim.Load("queue-bound")
+	d, err := Simulate(ctx, sc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := d.Targets[0]
+	// Claim twice the TTFT the window had: nothing about the rest explains it.
+	tr.Evidence = scaled(tr.Evidence, "stage.ttft.mean", 2)
+	got := Calibrate(ctx, &tr, o)
+	if got.Reproduced || !strings.Contains(got.Why, "ttft_mean") {
+		t.Fatalf("reproduced %v, why %q", got.Reproduced, got.Why)
+	}
+	for _, s := range got.Steps {
+		if s.Effect != nil {
+			t.Errorf("step %q priced", s.Step)
+		}
+	}
+}
+
+func scaled(tree map[string]any, path string, k float64) map[string]any {
+	out := map[string]any{}
+	head, rest, deeper := strings.Cut(path, ".")
+	for key, v := range tree {
+		out[key] = v
+		if key != head {
+			continue
+		}
+		if m, ok := v.(map[string]any); ok && deeper {
+			out[key] = scaled(m, rest, k)
+		} else if x, ok := v.(float64); ok {
+			out[key] = x * k
+		}
+	}
+	return out
+}
+
+// Run puts each effect on the step it belongs to, and a note per target.
+func TestRunAnnotatesSteps(t *testing.T) {
+	o := options(t)
+	ctx := context.Background()
+	sc, _ := sim.Load("queue-bound")
+	d, err := Simulate(ctx, sc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Run(ctx, d, o)
+	if len(res.Targets) != 1 || !res.Targets[0].Reproduced {
+		t.Fatalf("not reproduced: %+v", res.Targets[0].Why)
+	}
+	priced := 0
+	for _, s := range d.Targets[0].Next {
+		if (s.Effect != nil) != (s.Whatif != "") {
+			t.Errorf("step %q: whatif %q, effect %v", s.Do, s.Whatif, s.Effect)
+		}
+		if s.Effect != nil {
+			priced++
+			if s.Effect.ReplayError != res.Targets[0].Error || len(s.Effect.Figures) != 6 {
+				t.Errorf("effect %+v", s.Effect)
+			}
+		}
+	}
+	if priced != 2 {
+		t.Errorf("%d steps priced, want the batch step and the replica step", priced)
+	}
+	if len(d.Notes) == 0 || !strings.Contains(d.Notes[len(d.Notes)-1], "predicted effects are beside the steps") {
+		t.Errorf("notes %q", d.Notes)
+	}
+}
+
+// A change applies to a modelled scenario and a fitted one alike.
+func TestChangeApply(t *testing.T) {
+	sc := &sim.Scenario{Name: "x", Model: "llama-8b", GPU: "H100-SXM", Workload: sim.Workload{Rate: 10,
+		Steps: []sim.RateStep{{Rate: 20}}}}
+	c := Change{MaxNumSeqs: 64, MaxNumBatchedTokens: 4096, ChunkedPrefill: true, FP8KV: true, RateFactor: 0.5}
+	got := c.Apply(sc)
+	if got.Engine.MaxNumSeqs != 64 || got.Engine.MaxNumBatchedTokens != 4096 || !got.Engine.ChunkedPrefill ||
+		got.Engine.KVCacheDTypeBytes != 1 || got.Workload.Rate != 5 || got.Workload.Steps[0].Rate != 10 {
+		t.Errorf("modelled: %+v", got)
+	}
+	if sc.Workload.Rate != 10 || sc.Workload.Steps[0].Rate != 20 {
+		t.Error("Apply changed its input")
+	}
+	fitted := &sim.Scenario{Name: "y", Engine: sim.EngineConfig{GPUBlocks: 1000, Cost: &sim.StepCost{Fixed: 1, PerContext: 2}}}
+	got = Change{FP8KV: true}.Apply(fitted)
+	if got.Engine.GPUBlocks != 2000 || got.Engine.Cost.PerContext != 1 || fitted.Engine.Cost.PerContext != 2 {
+		t.Errorf("fitted: blocks %d, per context %v (input %v)", got.Engine.GPUBlocks, got.Engine.Cost.PerContext, fitted.Engine.Cost.PerContext)
+	}
+}
