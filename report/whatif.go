@@ -43,7 +43,7 @@ func WhatifText(w io.Writer, r *whatif.Result, o Options) error {
 		}
 		if len(t.Replay) > 0 {
 			p.section("Replay of the window, unchanged")
-			p.fit(st.dim.Render(fmt.Sprintf("  %-14s %12s %12s %6s", "figure", "observed", "replayed", "off")))
+			p.fit(st.dim.Render(fmt.Sprintf("  %-14s %12s %12s %7s", "figure", "observed", "replayed", "off")))
 			for _, f := range t.Replay {
 				off := units.WholePercent(f.Error)
 				if math.IsInf(f.Error, 0) {
@@ -52,7 +52,10 @@ func WhatifText(w io.Writer, r *whatif.Result, o Options) error {
 				if f.Held {
 					off = "held"
 				}
-				p.fit(fmt.Sprintf("  %-14s %12s %12s %6s", f.Name, fitValue(f.Name, f.Observed), fitValue(f.Name, f.Replayed), off))
+				if f.Shown {
+					off = "(" + off + ")"
+				}
+				p.fit(fmt.Sprintf("  %-14s %12s %12s %7s", f.Name, fitValue(f.Name, f.Observed), fitValue(f.Name, f.Replayed), off))
 			}
 		}
 		if len(t.Steps) > 0 {

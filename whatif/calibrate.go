@@ -70,16 +70,16 @@ func scenarioOf(t *advisor.TargetReport, o Options) (*sim.Scenario, fitted, []Se
 	f.rate = arrivals / f.engines
 	note("rate_per_engine", f.rate, fmt.Sprintf("requests finished per second over %d engine(s), plus the queue's growth", int(f.engines)))
 
-	prompt, err := lengthOf(num, "cond.prompt_tokens")
+	prompt, err := lengthOf(num, t.Resolution, "cond.prompt_tokens")
 	if err != nil {
 		return nil, f, set, fmt.Errorf("prompt lengths: %v", err)
 	}
-	output, err := lengthOf(num, "cond.output_tokens")
+	output, err := lengthOf(num, t.Resolution, "cond.output_tokens")
 	if err != nil {
 		return nil, f, set, fmt.Errorf("output lengths: %v", err)
 	}
-	note("prompt_mean_tokens", prompt.Mean, fmt.Sprintf("lognormal, sigma %.2f from the p50 and p90", prompt.Sigma))
-	note("output_mean_tokens", output.Mean, fmt.Sprintf("lognormal, sigma %.2f from the p50 and p90", output.Sigma))
+	note("prompt_mean_tokens", prompt.Mean, fmt.Sprintf("lognormal, sigma %.2f fitted to the histogram's quantiles, at most %d", prompt.Sigma, prompt.Max))
+	note("output_mean_tokens", output.Mean, fmt.Sprintf("lognormal, sigma %.2f fitted to the histogram's quantiles, at most %d", output.Sigma, output.Max))
 	f.meanRequest = prompt.Mean + output.Mean
 
 	sc := &sim.Scenario{Name: "calibrated", Model: modelName(t), Seed: o.Seed, Warmup: replayWarmup,
@@ -184,23 +184,57 @@ func modelName(t *advisor.TargetReport) string {
 	return "calibrated"
 }
 
-// lengthOf fits a lognormal to a token-length distribution's mean and
-// quantiles.
-func lengthOf(num func(string) float64, path string) (sim.Length, error) {
-	mean, p50, p90, p99 := num(path+".mean"), num(path+".p50"), num(path+".p90"), num(path+".p99")
+// lengthOf fits a lognormal to a token-length histogram as the evidence
+// gives it: the exact mean, and quantiles interpolated inside buckets. The
+// sigma chosen is the one whose lognormal, interpolated the same way inside
+// the same buckets, gives the quantiles seen; the largest value seen (its
+// bucket's upper bound) caps the draws.
+func lengthOf(num func(string) float64, res map[string][2]float64, path string) (sim.Length, error) {
+	mean := num(path + ".mean")
 	if !(mean >= 1) {
 		return sim.Length{}, fmt.Errorf("no mean (%s.mean)", path)
 	}
-	sigma := 0.5
-	switch {
-	case p90 > p50 && p50 > 0:
-		sigma = math.Log(p90/p50) / 1.2816
-	case mean > p50 && p50 > 0:
-		sigma = math.Sqrt(2 * math.Log(mean/p50))
+	type seen struct {
+		q, v   float64
+		lo, hi float64
 	}
-	sigma = math.Min(math.Max(sigma, 0.05), 1.5)
+	var qs []seen
+	for _, q := range []struct {
+		name string
+		q    float64
+	}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}} {
+		v := num(path + "." + q.name)
+		b, ok := res[path+"."+q.name]
+		if v > 0 && ok && b[1] > b[0] && !math.IsInf(b[1], 0) {
+			qs = append(qs, seen{q.q, v, b[0], b[1]})
+		}
+	}
+	sigma, bestMiss := 0.5, math.Inf(1)
+	for s := 0.05; s <= 1.5; s += 0.01 {
+		mu := math.Log(mean) - s*s/2
+		cdf := func(x float64) float64 {
+			if x <= 0 {
+				return 0
+			}
+			return 0.5 * math.Erfc(-(math.Log(x)-mu)/(s*math.Sqrt2))
+		}
+		miss := 0.0
+		for _, o := range qs {
+			flo, fhi := cdf(o.lo), cdf(o.hi)
+			v := o.hi
+			if fhi > flo {
+				v = o.lo + (o.hi-o.lo)*clamp((o.q-flo)/(fhi-flo), 0, 1)
+			}
+			miss += math.Pow(math.Log(math.Max(v, 1e-9)/o.v), 2)
+		}
+		if len(qs) > 0 && miss < bestMiss {
+			sigma, bestMiss = s, miss
+		}
+	}
 	hi := 10 * mean
-	if p99 > 0 {
+	if b, ok := res[path+".max"]; ok && b[1] > 0 && !math.IsInf(b[1], 0) {
+		hi = b[1]
+	} else if p99 := num(path + ".p99"); p99 > 0 {
 		hi = 2 * p99
 	}
 	return sim.Length{Dist: "lognormal", Mean: math.Round(mean), Sigma: math.Round(sigma*100) / 100, Max: int(math.Ceil(hi))}, nil

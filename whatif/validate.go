@@ -36,6 +36,8 @@ type Case struct {
 	Why         string
 	ReplayError float64
 	Change      string
+	// Note is the effect's note (requests still wait, …).
+	Note string
 	// Figures are predicted and measured after the change, by name.
 	Predicted, Actual, Observed map[string]float64
 }
@@ -130,7 +132,7 @@ func validateOne(ctx context.Context, sc *sim.Scenario, i int, o Options) (Case,
 		return c, nil
 	}
 	p := cal.Steps[0]
-	c.Change = p.Effect.Change
+	c.Change, c.Note = p.Effect.Change, p.Effect.Note
 	truth, err := Simulate(ctx, p.Change.Apply(sc), o)
 	if err != nil {
 		return c, fmt.Errorf("%s with %s: %v", sc.Name, p.Effect.Change, err)
@@ -344,6 +346,22 @@ func ValidationReport(cs []Case, demo Demo, tolerance float64) string {
 	pf("|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range Summarize(cs) {
 		pf("| %s | %d | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% |\n", s.Name, s.N, 100*s.Median, 100*s.P90, 100*s.Within25, 100*s.Fold, 100*s.Direction)
+	}
+	var queued, clear []Case
+	for _, c := range cs {
+		if c.PredictedAny() && c.Note != "" {
+			queued = append(queued, c)
+		} else if c.PredictedAny() {
+			clear = append(clear, c)
+		}
+	}
+	q := func(cs []Case, p float64) float64 { return quantile(Errors(cs, "ttft_p99"), p) }
+	pf("\n%d of the %d predictions say that requests still wait after the change (the effect's note: near\n", len(queued), predicted)
+	pf("capacity, where a small error in the fitted step cost moves TTFT most). Their TTFT p99 error is\n")
+	pf("%.0f%% at the median and %.0f%% at p90, against %.0f%% and %.0f%% for the %d that leave no queue.\n",
+		100*q(queued, 0.5), 100*q(queued, 0.9), 100*q(clear, 0.5), 100*q(clear, 0.9), len(clear))
+	if q(queued, 0.9) > 1.5*q(clear, 0.9) {
+		pf("The largest misses are among them: read a prediction with that note as a direction, not a number.\n")
 	}
 	pf("\nPredictions by change: %s.\n\n", counts(kinds))
 	pf("Declined: %s.\n\n", counts(declined))

@@ -134,6 +134,11 @@ func TestScenarioErrors(t *testing.T) {
 		{"name: x\nmodel: llama-8b\ngpu: L4\nworkload: {rate: 0, prompt: {mean: 10}, output: {mean: 10}}\n", "rate must be positive"},
 		{"name: x\nmodel: llama-8b\ngpu: H100-SXM\nworkload: {rate: 1, prompt: {dist: zipf}, output: {mean: 10}}\n", "unknown dist"},
 		{"name: x\nmodel: llama-8b\ngpu: H100-SXM\nwrkload: {}\n", "unknown field"},
+		{"name: x\nengine: {cost: {fixed: 0.001}}\nworkload: {rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", "needs engine.gpu_blocks"},
+		{"name: x\nengine: {gpu_blocks: 100, cost: {fixed: 0, memory: 0}}\nworkload: {rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", "fixed + memory > 0"},
+		{"name: x\nengine: {gpu_blocks: 100, cost: {fixed: 0.001, per_token: -1}}\nworkload: {rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", "≥ 0"},
+		{"name: x\nengine: {gpu_blocks: 100, cost: {fixed: .inf}}\nworkload: {rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", "finite"},
+		{"name: x\nmodel: llama-8b\ngpu: L4\nworkload: {concurrency: -1, rate: 1, prompt: {mean: 10}, output: {mean: 10}}\n", "concurrency must not be negative"},
 	} {
 		s, err := ParseScenario("s.yaml", []byte(c.src))
 		if c.want == "" {
@@ -149,6 +154,41 @@ func TestScenarioErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("got %v, want %q", err, c.want)
 		}
+	}
+}
+
+// A fitted cost prices every step by its formula, and a closed loop keeps
+// exactly its concurrency in the system.
+func TestFittedCostAndClosedLoop(t *testing.T) {
+	sc := &Scenario{Name: "fit", Model: "served/name", Warmup: time.Minute, Duration: time.Minute,
+		Engine:   EngineConfig{MaxNumSeqs: 8, GPUBlocks: 4096, Cost: &StepCost{Fixed: 0.002, Memory: 0.010, PerToken: 1e-5, PerContext: 1e-7}},
+		Workload: Workload{Concurrency: 20, Prompt: Length{Dist: "fixed", Value: 100}, Output: Length{Dist: "fixed", Value: 50}}}
+	e, err := New(sc, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.AdvanceTo(120)
+	if e.GPUBlocks() != 4096 {
+		t.Errorf("%d blocks, want the 4096 given", e.GPUBlocks())
+	}
+	if _, inFlight, _ := e.Counts(); inFlight != 20 {
+		t.Errorf("%d requests in the system, want the concurrency of 20", inFlight)
+	}
+	if len(e.Records) < 100 {
+		t.Fatalf("%d finished", len(e.Records))
+	}
+	// A full batch of 8 decodes with about 125 tokens of context each:
+	// 2 ms + max(10 ms + 8·125·0.1 µs, 8·10 µs) ≈ 12.1 ms a token.
+	r := e.Records[len(e.Records)-1]
+	var sum float64
+	for _, x := range r.ITLs {
+		sum += x
+	}
+	if itl := sum / float64(len(r.ITLs)); math.Abs(itl-0.0121) > 0.0005 {
+		t.Errorf("mean ITL %.4f s, want about 0.0121 s", itl)
+	}
+	if e.model.Served != "served/name" {
+		t.Errorf("model name %q", e.model.Served)
 	}
 }
 
