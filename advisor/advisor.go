@@ -173,6 +173,9 @@ type EffectFigure struct {
 	Name      string  `json:"name"`
 	Observed  float64 `json:"observed"`
 	Predicted float64 `json:"predicted"`
+	// Unchanged: the change moved the figure by less than 10% in the
+	// simulation, so it is predicted to stay as observed.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // Gap is a rule that could not run, with what it needs.

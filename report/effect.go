@@ -22,7 +22,11 @@ func EffectText(e *advisor.Effect) string {
 	var parts []string
 	for _, want := range effectFigures {
 		for _, f := range e.Figures {
-			if f.Name == want.name {
+			switch {
+			case f.Name != want.name:
+			case f.Unchanged:
+				parts = append(parts, fmt.Sprintf("%s unchanged (%s)", want.label, units.Duration(f.Observed)))
+			default:
 				parts = append(parts, fmt.Sprintf("%s %s → ~%s", want.label, units.Duration(f.Observed), units.Duration(f.Predicted)))
 			}
 		}

@@ -26,6 +26,11 @@ func TestEffectBesideItsStep(t *testing.T) {
 	if got := EffectText(withEffect().Targets[0].Next[0].Effect); got != want {
 		t.Errorf("EffectText:\n got %s\nwant %s", got, want)
 	}
+	same := &advisor.Effect{Change: "KV cache fp8", ReplayError: 0.2, Figures: []advisor.EffectFigure{
+		{Name: "itl_p99", Observed: 0.052, Predicted: 0.052, Unchanged: true}, {Name: "e2e_p99", Observed: 30, Predicted: 20}}}
+	if got, want := EffectText(same), "whatif KV cache fp8: ITL p99 unchanged (52ms), E2E p99 30.00s → ~20.00s (replay error 20%)"; got != want {
+		t.Errorf("EffectText:\n got %s\nwant %s", got, want)
+	}
 	for _, name := range []string{"text", "html", "slack", "json"} {
 		r, _ := Lookup(name)
 		var b bytes.Buffer

@@ -46,16 +46,17 @@ func WhatifText(w io.Writer, r *whatif.Result, o Options) error {
 			p.fit(st.dim.Render(fmt.Sprintf("  %-14s %12s %12s %7s", "figure", "observed", "replayed", "off")))
 			for _, f := range t.Replay {
 				off := units.WholePercent(f.Error)
-				if math.IsInf(f.Error, 0) {
-					off = "—"
-				}
 				if f.Held {
 					off = "held"
 				}
 				if f.Shown {
 					off = "(" + off + ")"
 				}
-				p.fit(fmt.Sprintf("  %-14s %12s %12s %7s", f.Name, fitValue(f.Name, f.Observed), fitValue(f.Name, f.Replayed), off))
+				replayed := fitValue(f.Name, f.Replayed)
+				if f.Missing {
+					replayed, off = "—", "—"
+				}
+				p.fit(fmt.Sprintf("  %-14s %12s %12s %7s", f.Name, fitValue(f.Name, f.Observed), replayed, off))
 			}
 		}
 		if len(t.Steps) > 0 {

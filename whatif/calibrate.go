@@ -24,16 +24,23 @@ const (
 func scenarioOf(t *advisor.TargetReport, o Options) (*sim.Scenario, fitted, []Setting, error) {
 	num := func(p string) float64 { return evidence.TreeNumber(t.Evidence, p) }
 	var set []Setting
-	note := func(name string, v float64, from string) { set = append(set, Setting{name, v, from}) }
+	note := func(name string, v float64, from string) {
+		if finite(v) { // JSON has no NaN; a value that is not there is not shown
+			set = append(set, Setting{name, v, from})
+		}
+	}
 	var f fitted
 
 	window := num("cond.window_seconds")
 	if !(window > 0) {
 		return nil, f, set, fmt.Errorf("the window's length is unknown")
 	}
+	// The simulator is one engine. A target that sums several (data
+	// parallel, or replicas grouped under one model) would need each one's
+	// share of requests, KV blocks, batch and GPUs, which the sums hide.
 	f.engines = 1
-	if n := num("cond.engines"); n >= 1 {
-		f.engines = n
+	if n := math.Max(num("cond.engines"), 1) * math.Max(num("service.instances"), 1); n > 1 {
+		return nil, f, set, fmt.Errorf("the target sums %.0f engines or replicas and whatif models one: group by instance (--group-by model_name,instance) to calibrate each", n)
 	}
 	rate := num("service.request_rate")
 	if !(rate > 0) {
@@ -58,7 +65,11 @@ func scenarioOf(t *advisor.TargetReport, o Options) (*sim.Scenario, fitted, []Se
 		if grew == grew {
 			arrivals = math.Max(rate+grew/window, rate/2)
 		}
-		f.inSystem = math.Round((mean + math.Max(num("service.running.mean"), 0)) / f.engines)
+		running := num("service.running.mean")
+		if !(running >= 0) || !(mean >= 0) {
+			return nil, f, set, fmt.Errorf("the queue never emptied, and without the running and waiting gauges' means (service.running, service.waiting) how many requests were in the system is unknown")
+		}
+		f.inSystem = math.Round((mean + running) / f.engines)
 		if grew >= math.Max(0.5*mean, 5) {
 			f.growing = true
 			f.growth, f.firstWaiting = grew/window/f.engines, first/f.engines
@@ -78,8 +89,8 @@ func scenarioOf(t *advisor.TargetReport, o Options) (*sim.Scenario, fitted, []Se
 	if err != nil {
 		return nil, f, set, fmt.Errorf("output lengths: %v", err)
 	}
-	note("prompt_mean_tokens", prompt.Mean, fmt.Sprintf("lognormal, sigma %.2f fitted to the histogram's quantiles, at most %d", prompt.Sigma, prompt.Max))
-	note("output_mean_tokens", output.Mean, fmt.Sprintf("lognormal, sigma %.2f fitted to the histogram's quantiles, at most %d", output.Sigma, output.Max))
+	note("prompt_mean_tokens", prompt.Mean, lengthFrom(prompt, t.Resolution, "cond.prompt_tokens"))
+	note("output_mean_tokens", output.Mean, lengthFrom(output, t.Resolution, "cond.output_tokens"))
 	f.meanRequest = prompt.Mean + output.Mean
 
 	sc := &sim.Scenario{Name: "calibrated", Model: modelName(t), Seed: o.Seed, Warmup: replayWarmup,
@@ -124,13 +135,20 @@ func scenarioOf(t *advisor.TargetReport, o Options) (*sim.Scenario, fitted, []Se
 	}
 
 	e.MaxNumSeqs = defaultMaxNumSeqs
-	from := "vLLM's default: the batch never sat at a cap while requests waited"
-	run := num("service.running.max")
-	if run > defaultMaxNumSeqs {
+	run, waited, kv := num("service.running.max"), num("service.waiting.frac_positive"), num("resource.kv_usage.max")
+	var from string
+	switch {
+	case math.IsNaN(run) || math.IsNaN(waited) || math.IsNaN(kv):
+		from = "vLLM's default: without the running, waiting and KV usage gauges the cap cannot be inferred"
+	case run >= 1 && waited > 0 && kv < 0.9:
+		e.MaxNumSeqs = int(run)
+		from = fmt.Sprintf("requests waited in %.0f%% of samples while the KV cache had room: the largest batch seen is taken as the cap", 100*waited)
+	case run > defaultMaxNumSeqs:
 		e.MaxNumSeqs, from = int(run), "at least the largest batch seen"
-	}
-	if run >= 1 && num("service.waiting.max") > 0 && num("resource.kv_usage.max") < 0.9 {
-		e.MaxNumSeqs, from = int(run), "requests waited while the KV cache had room: the largest batch seen is the cap"
+	case waited > 0:
+		from = "vLLM's default: requests waited, but with the KV cache near full, which may be what held them"
+	default:
+		from = "vLLM's default: no request waited, so the cap never showed"
 	}
 	e.MaxNumBatchedTokens = defaultTokenBudget
 	budgetFrom := "vLLM's default"
@@ -240,6 +258,15 @@ func lengthOf(num func(string) float64, res map[string][2]float64, path string) 
 	return sim.Length{Dist: "lognormal", Mean: math.Round(mean), Sigma: math.Round(sigma*100) / 100, Max: int(math.Ceil(hi))}, nil
 }
 
+func lengthFrom(l sim.Length, res map[string][2]float64, path string) string {
+	for _, q := range []string{"p50", "p90", "p99"} {
+		if _, ok := res[path+"."+q]; ok {
+			return fmt.Sprintf("lognormal, sigma %.2f fitted to the histogram's quantiles, at most %d", l.Sigma, l.Max)
+		}
+	}
+	return fmt.Sprintf("lognormal, sigma %.2f assumed (no quantile with its bucket to fit), at most %d", l.Sigma, l.Max)
+}
+
 // firstCost guesses the step cost from the observed times. A step takes
 // Fixed (CPU) plus the larger of its memory time — the weights, Memory, and
 // the batch's context, PerContext a token — and its compute time, PerToken
@@ -252,6 +279,9 @@ func firstCost(num func(string) float64, promptMean, outputMean float64) (*sim.S
 	}
 	if !(itl > 0) {
 		return nil, false, fmt.Errorf("no time per output token (inter-token latency or TPOT)")
+	}
+	if itl < 100e-6 {
+		return nil, false, fmt.Errorf("a mean time per output token of %.0f µs is faster than any engine steps: the latency histograms are not in seconds, or broken", itl*1e6)
 	}
 	prefill := num("stage.prefill.mean")
 	if !(prefill > 0) {
@@ -271,7 +301,7 @@ func firstCost(num func(string) float64, promptMean, outputMean float64) (*sim.S
 		memory = fl / 0.85
 		bw := num("resource.peak_bandwidth") * num("resource.gpus")
 		perStep := num("resource.achieved_bandwidth") * num("resource.gpus") * num("cond.window_seconds") / num("service.iteration_tokens.count")
-		if kv := (perStep - num("cond.weight_bytes")) / (batch * ctx); kv > 0 && bw > 0 {
+		if kv := (perStep - num("cond.weight_bytes")) / (batch * ctx); kv > 0 && !math.IsInf(kv, 0) && bw > 0 && !math.IsInf(bw, 0) {
 			perCtx = kv / (bw * 0.85)
 		}
 	}

@@ -25,6 +25,8 @@ type Change struct {
 	Words string `json:"words"`
 }
 
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
 // changeFor turns a step's whatif name into a change of the calibrated
 // scenario, or says why it cannot be priced.
 func (t *Target) changeFor(whatif string) (Change, error) {
@@ -42,9 +44,9 @@ func (t *Target) changeFor(whatif string) (Change, error) {
 	switch whatif {
 	case "more_seqs":
 		fits := int(float64(e.GPUBlocks*e.BlockSize) / math.Max(t.fitted.meanRequest, 1))
-		n := min(4*e.MaxNumSeqs, max(fits, 2*e.MaxNumSeqs))
+		n := min(4*e.MaxNumSeqs, fits)
 		if n <= e.MaxNumSeqs {
-			return c, fmt.Errorf("the KV cache holds no more requests of the mean size")
+			return c, fmt.Errorf("the KV cache holds %d requests of the mean size, no more than max_num_seqs %d already allows", fits, e.MaxNumSeqs)
 		}
 		setSeqs(n)
 		setBudget(max(e.MaxNumBatchedTokens, 2*e.MaxNumBatchedTokens))
@@ -140,27 +142,54 @@ func (t *Target) predict(ctx context.Context, p Prediction, obs map[string]any, 
 		p.Why = "not predicted: " + err.Error()
 		return p
 	}
-	sc := c.Apply(t.scenario)
-	sc.Workload.Concurrency = 0
-	sc.Warmup = replayWarmup
-	rep, err := measure(ctx, sc, o)
+	if t.baseline == nil {
+		// The unchanged scenario under the same protocol: what "no
+		// effect" looks like, so a change that moves nothing is not
+		// shown as moving a figure by the replay's own error.
+		base, err := measure(ctx, restarted(t.scenario), o)
+		if err != nil {
+			p.Why = "not predicted: the simulation failed: " + err.Error()
+			return p
+		}
+		t.baseline = base
+	}
+	rep, err := measure(ctx, restarted(c.Apply(t.scenario)), o)
 	if err != nil {
 		p.Why = "not predicted: the simulation failed: " + err.Error()
 		return p
 	}
-	p.Effect, p.Change = effectOf(c, obs, rep, t.Error), &c
+	p.Effect, p.Change = effectOf(c, obs, t.baseline, rep, t.Error), &c
 	return p
 }
 
-// effectOf sets the observed figures beside the predicted ones.
-func effectOf(c Change, obs, rep map[string]any, replayError float64) *advisor.Effect {
+// restarted is a scenario as it runs after a restart with new settings:
+// arrivals open at the estimated rate, from an empty engine, warmed up.
+func restarted(sc *sim.Scenario) *sim.Scenario {
+	out := *sc
+	out.Workload.Concurrency = 0
+	out.Warmup = replayWarmup
+	return &out
+}
+
+// unchangedWithin is how close to the unchanged run a predicted figure
+// must be to be reported as not moved by the change.
+const unchangedWithin = 0.1
+
+// effectOf sets the observed figures beside the predicted ones. A figure
+// the change does not move (within 10% of the unchanged run) is predicted
+// to stay what was observed.
+func effectOf(c Change, obs, base, rep map[string]any, replayError float64) *advisor.Effect {
 	ef := &advisor.Effect{Change: c.Words, ReplayError: replayError, Figures: []advisor.EffectFigure{}}
 	for _, f := range predicted {
-		o, r := evidence.TreeNumber(obs, f.path), evidence.TreeNumber(rep, f.path)
-		if math.IsNaN(o) || math.IsNaN(r) {
+		o, b, r := evidence.TreeNumber(obs, f.path), evidence.TreeNumber(base, f.path), evidence.TreeNumber(rep, f.path)
+		if !finite(o) || !finite(r) {
 			continue
 		}
-		ef.Figures = append(ef.Figures, advisor.EffectFigure{Name: f.name, Observed: o, Predicted: r})
+		fig := advisor.EffectFigure{Name: f.name, Observed: o, Predicted: r}
+		if finite(b) && b > 0 && math.Abs(r/b-1) < unchangedWithin {
+			fig.Predicted, fig.Unchanged = o, true
+		}
+		ef.Figures = append(ef.Figures, fig)
 	}
 	switch first, last, mean := evidence.TreeNumber(rep, "service.waiting.min"), evidence.TreeNumber(rep, "service.waiting.last"),
 		evidence.TreeNumber(rep, "service.waiting.mean"); {

@@ -80,6 +80,8 @@ type Target struct {
 
 	scenario *sim.Scenario
 	fitted   fitted
+	// baseline is the unchanged scenario run as the predictions are.
+	baseline map[string]any
 }
 
 // Setting is one input of the calibrated scenario.
@@ -98,6 +100,8 @@ type Fit struct {
 	// Held is set on a figure the replay was made to match, which is
 	// therefore no test of it.
 	Held bool `json:"held,omitempty"`
+	// Missing: the replay has no such figure (Replayed is 0, Error 1).
+	Missing bool `json:"missing,omitempty"`
 	// Shown is set on a figure shown but not counted in the replay's error:
 	// the waiting gauge, sampled a few dozen times, says less about the
 	// queue than the queue-time histogram, which is counted instead.
@@ -153,12 +157,25 @@ func Run(ctx context.Context, d *advisor.Diagnosis, o Options) *Result {
 		switch {
 		case t.Why != "":
 			d.Notes = append(d.Notes, fmt.Sprintf("whatif for %s: %s", name(t.Target), t.Why))
-		case len(t.Steps) > 0:
+		case priced(t) > 0:
 			d.Notes = append(d.Notes, fmt.Sprintf("whatif for %s: replay of the window within %s (tolerance %s); predicted effects are beside the steps",
 				name(t.Target), pct(t.Error), pct(t.Tolerance)))
+		case len(t.Steps) > 0:
+			d.Notes = append(d.Notes, fmt.Sprintf("whatif for %s: replay of the window within %s, but no step's change could be priced: %s",
+				name(t.Target), pct(t.Error), strings.TrimPrefix(t.Steps[0].Why, "not predicted: ")))
 		}
 	}
 	return res
+}
+
+func priced(t *Target) int {
+	n := 0
+	for _, s := range t.Steps {
+		if s.Effect != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func name(t evidence.Target) string {
@@ -289,22 +306,24 @@ func compareFigures(t *advisor.TargetReport, rep map[string]any, fit fitted) ([]
 	heldQueue := fit.saturated && !fit.growing
 	for _, f := range figures {
 		o := evidence.TreeNumber(t.Evidence, f.path)
-		if math.IsNaN(o) {
+		if !finite(o) {
 			continue
 		}
 		if f.perEngine {
 			o /= fit.engines
 		}
 		r := evidence.TreeNumber(rep, f.path)
-		e := math.Inf(1)
-		if !math.IsNaN(r) {
+		e, missing := 1.0, !finite(r)
+		if missing {
+			r = 0
+		} else {
 			d := math.Abs(r - o)
 			if b, ok := t.Resolution[f.path]; ok && b[0] <= o && o <= b[1] {
 				d = math.Max(0, math.Max(b[0]-r, r-b[1]))
 			}
 			e = d / math.Max(math.Abs(o), f.floor)
 		}
-		row := Fit{Name: f.name, Observed: o, Replayed: r, Error: e}
+		row := Fit{Name: f.name, Observed: o, Replayed: r, Error: e, Missing: missing}
 		switch {
 		case heldQueue && f.name == "waiting_mean":
 			row.Held = true
@@ -320,7 +339,7 @@ func compareFigures(t *advisor.TargetReport, rep map[string]any, fit fitted) ([]
 
 func figure(name string, x float64) string {
 	switch {
-	case math.IsNaN(x):
+	case !finite(x):
 		return "missing"
 	case strings.HasPrefix(name, "kv"):
 		return fmt.Sprintf("%.0f%%", 100*x)

@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"math"
 	"os"
@@ -131,7 +132,33 @@ func TestCalibrateRefuses(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		path  string
+		value float64
+		want  string
+	}{
+		{"service.instances", 2, "sums 2 engines or replicas"},
+		{"cond.engines", 4, "sums 4 engines or replicas"},
+		{"stage.itl.mean", 2e-5, "faster than any engine steps"},
+	} {
+		tr := base
+		tr.Evidence = with(base.Evidence, tc.path, tc.value)
+		if got := Calibrate(ctx, &tr, o); !strings.Contains(got.Why, tc.want) {
+			t.Errorf("%s = %v: why %q, want %q", tc.path, tc.value, got.Why, tc.want)
+		}
+	}
+	// A queue that never emptied, without the running gauge: refused by
+	// name, and the result still encodes (no NaN anywhere).
 	tr := base
+	tr.Evidence = without(base.Evidence, "service.running")
+	got := Calibrate(ctx, &tr, o)
+	if !strings.Contains(got.Why, "without the running and waiting gauges' means") {
+		t.Errorf("no running gauge: why %q", got.Why)
+	}
+	if _, err := json.Marshal(got); err != nil {
+		t.Errorf("the result does not encode: %v", err)
+	}
+	tr = base
 	tr.Inconsistencies = []evidence.Inconsistency{{Check: "x", Note: "queue exceeds TTFT"}}
 	if got := Calibrate(ctx, &tr, o); !strings.Contains(got.Why, "contradicts itself (queue exceeds TTFT)") {
 		t.Errorf("inconsistent evidence: why %q", got.Why)
@@ -175,6 +202,21 @@ func TestNotReproducedPredictsNothing(t *testing.T) {
 			t.Errorf("step %q priced", s.Step)
 		}
 	}
+}
+
+// with copies an evidence tree with one number set.
+func with(tree map[string]any, path string, v float64) map[string]any {
+	out := map[string]any{}
+	head, rest, deeper := strings.Cut(path, ".")
+	for key, x := range tree {
+		out[key] = x
+	}
+	if m, ok := tree[head].(map[string]any); ok && deeper {
+		out[head] = with(m, rest, v)
+	} else {
+		out[head] = v
+	}
+	return out
 }
 
 func scaled(tree map[string]any, path string, k float64) map[string]any {
@@ -224,6 +266,40 @@ func TestRunAnnotatesSteps(t *testing.T) {
 	}
 	if len(d.Notes) == 0 || !strings.Contains(d.Notes[len(d.Notes)-1], "predicted effects are beside the steps") {
 		t.Errorf("notes %q", d.Notes)
+	}
+}
+
+// A change that moves nothing is reported as no change, not as the replay's
+// own error: decode-bound's KV cache holds no more requests than its cap,
+// and fp8 does not move its figures by a tenth.
+func TestUnchangedFigures(t *testing.T) {
+	o := options(t)
+	ctx := context.Background()
+	sc, _ := sim.Load("decode-bound")
+	d, err := Simulate(ctx, sc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal := Calibrate(ctx, &d.Targets[0], o)
+	if !cal.Reproduced {
+		t.Fatalf("decode-bound not reproduced: %s", cal.Why)
+	}
+	for _, p := range cal.Steps {
+		switch p.Whatif {
+		case "more_seqs":
+			if p.Effect != nil || !strings.Contains(p.Why, "no more than max_num_seqs") {
+				t.Errorf("more_seqs: %+v", p)
+			}
+		case "fp8_kv":
+			if p.Effect == nil {
+				t.Fatalf("fp8_kv not predicted: %s", p.Why)
+			}
+			for _, f := range p.Effect.Figures {
+				if f.Unchanged && f.Predicted != f.Observed {
+					t.Errorf("%s unchanged but predicted %v, observed %v", f.Name, f.Predicted, f.Observed)
+				}
+			}
+		}
 	}
 }
 

@@ -40,6 +40,9 @@ func (w *whatifFlags) options(set *rules.Set, cfg *rules.Config, optIn bool) (wh
 	if optIn && !w.on && len(w.assume) > 0 {
 		return o, usageErr("--assume is for --whatif")
 	}
+	if optIn && !w.on && w.tolerance != whatif.DefaultTolerance {
+		return o, usageErr("--whatif-tolerance is for --whatif")
+	}
 	if !(w.tolerance > 0 && w.tolerance <= 1) {
 		return o, usageErr("--whatif-tolerance %v: give a share between 0 and 1, e.g. 0.25", w.tolerance)
 	}
@@ -92,7 +95,8 @@ func newWhatif() *cobra.Command {
 			"evidence: arrival rate, prompt and output lengths, prefix reuse, the engine's limits,\n" +
 			"KV capacity, and a step cost fitted to the observed inter-token and prefill times.\n" +
 			"It replays that scenario unchanged and sets the replay beside what was observed.\n" +
-			"Only when every figure is within --whatif-tolerance does it simulate each next step\n" +
+			"Only when every counted figure is within --whatif-tolerance (a quantile anywhere\n" +
+			"in its observed bucket counts as met) does it simulate each next step\n" +
 			"that names a change (max_num_seqs, the token budget, chunked prefill, fp8 KV, one\n" +
 			"more replica) and print the predicted TTFT, ITL and E2E; otherwise it says which\n" +
 			"figure the replay missed. docs/whatif.md says how far predictions miss.\n" +
