@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,5 +56,43 @@ func TestDiagnoseWhatifNotReproduced(t *testing.T) {
 	notes := strings.Join(d.Notes, "\n")
 	if !strings.Contains(notes, "the window could not be reproduced: the replay's queue_mean") {
 		t.Errorf("notes do not say why:\n%s", notes)
+	}
+}
+
+// Real expositions from public issues are single snapshots: counters since
+// the process started, no window. whatif refuses each by name and prices
+// nothing.
+func TestWhatifPublicExpositions(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "collectors", "scrape", "testdata", "public", "*.prom"))
+	if len(files) < 5 {
+		t.Fatalf("%d public expositions", len(files))
+	}
+	for _, f := range files {
+		code, out, errOut := runCLI(t, "whatif", "--format", "json", "--snapshot", f)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", f, code, errOut)
+			continue
+		}
+		var res struct {
+			Targets []struct {
+				Why   string `json:"why"`
+				Steps []struct {
+					Effect any `json:"effect"`
+				} `json:"steps"`
+			} `json:"targets"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, tg := range res.Targets {
+			if tg.Why == "" {
+				t.Errorf("%s: a target calibrated from one snapshot", f)
+			}
+			for _, s := range tg.Steps {
+				if s.Effect != nil {
+					t.Errorf("%s: a step priced", f)
+				}
+			}
+		}
 	}
 }
