@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -52,11 +51,11 @@ func WhatifText(w io.Writer, r *whatif.Result, o Options) error {
 				if f.Shown {
 					off = "(" + off + ")"
 				}
-				replayed := fitValue(f.Name, f.Replayed)
+				replayed := gauge(f.Name, f.Replayed)
 				if f.Missing {
 					replayed, off = "—", "—"
 				}
-				p.fit(fmt.Sprintf("  %-14s %12s %12s %7s", f.Name, fitValue(f.Name, f.Observed), replayed, off))
+				p.fit(fmt.Sprintf("  %-14s %12s %12s %7s", f.Name, gauge(f.Name, f.Observed), replayed, off))
 			}
 		}
 		if len(t.Steps) > 0 {
@@ -90,16 +89,8 @@ func settingValue(s whatif.Setting) string {
 	return units.Number(s.Value)
 }
 
-func fitValue(name string, x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "—"
-	case strings.HasPrefix(name, "kv"):
-		return units.Percent(x)
-	case strings.HasPrefix(name, "running") || strings.HasPrefix(name, "waiting"):
-		return units.Number(x)
-	case strings.HasSuffix(name, "_rate"):
-		return units.Number(x) + "/s"
-	}
-	return units.Duration(x)
+
+// gauge is a replay figure for the table, whose column says what it counts.
+func gauge(name string, x float64) string {
+	return strings.TrimSuffix(whatif.FigureText(name, x), " requests")
 }

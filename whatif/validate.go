@@ -37,7 +37,9 @@ type Case struct {
 	Why         string
 	ReplayError float64
 	Reproduced  bool
-	Change      string
+	// Missed is the figure a replay that was not reproduced missed most.
+	Missed string
+	Change string
 	// Note is the effect's note (requests still wait, …).
 	Note string
 	// Figures are predicted and measured after the change, by name.
@@ -125,7 +127,7 @@ func validateOne(ctx context.Context, sc *sim.Scenario, i int, o Options) (Case,
 	}
 	o.MaxSteps = 1
 	cal := Calibrate(ctx, t, o)
-	c.ReplayError, c.Reproduced = cal.Error, cal.Reproduced
+	c.ReplayError, c.Reproduced, c.Missed = cal.Error, cal.Reproduced, cal.Missed
 	if len(cal.Steps) == 0 || cal.Steps[0].Effect == nil {
 		c.Why = cal.Why
 		if len(cal.Steps) > 0 {
@@ -220,8 +222,7 @@ func Summarize(cs []Case) []Summary {
 	var out []Summary
 	for _, name := range figureNames {
 		es := Errors(cs, name)
-		s := Summary{Name: name, N: len(es), Median: quantile(append([]float64{}, es...), 0.5), P90: quantile(append([]float64{}, es...), 0.9),
-			Direction: Direction(cs, name)}
+		s := Summary{Name: name, N: len(es), Median: quantile(es, 0.5), P90: quantile(es, 0.9), Direction: Direction(cs, name)}
 		var w, f float64
 		for _, c := range cs {
 			p, a := c.Predicted[name], c.Actual[name]
@@ -313,8 +314,8 @@ func ValidationReport(cs []Case, demo Demo, tolerance float64) string {
 		}
 		why := c.Why
 		switch {
-		case strings.Contains(why, "could not be reproduced"):
-			why = "the replay missed " + between(why, "the replay's ", " is ")
+		case c.Missed != "":
+			why = "the replay missed " + c.Missed
 		case strings.HasPrefix(why, "cannot calibrate"):
 			why = "cannot calibrate"
 		case strings.Contains(why, "contradicts itself"):
@@ -381,7 +382,7 @@ func ValidationReport(cs []Case, demo Demo, tolerance float64) string {
 		if f.Actual > 0 {
 			e = fmt.Sprintf("%.0f%%", 100*math.Abs(f.Predicted-f.Actual)/f.Actual)
 		}
-		pf("| %s | %s | %s | %s | %s |\n", f.Name, seconds(f.Observed), seconds(f.Predicted), seconds(f.Actual), e)
+		pf("| %s | %s | %s | %s | %s |\n", f.Name, FigureText(f.Name, f.Observed), FigureText(f.Name, f.Predicted), FigureText(f.Name, f.Actual), e)
 	}
 	pf("\n## The worst predictions\n\n")
 	type miss struct {
@@ -405,8 +406,8 @@ func ValidationReport(cs []Case, demo Demo, tolerance float64) string {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].e > ms[j].e })
 	pf("| scenario | change | figure | observed | predicted | measured | replay error |\n|---|---|---|---:|---:|---:|---:|\n")
 	for _, m := range ms[:min(len(ms), 8)] {
-		pf("| %s | %s | %s | %s | %s | %s | %.0f%% |\n", m.c.Scenario, m.c.Change, m.name, seconds(m.c.Observed[m.name]),
-			seconds(m.c.Predicted[m.name]), seconds(m.c.Actual[m.name]), 100*m.c.ReplayError)
+		pf("| %s | %s | %s | %s | %s | %s | %.0f%% |\n", m.c.Scenario, m.c.Change, m.name, FigureText(m.name, m.c.Observed[m.name]),
+			FigureText(m.name, m.c.Predicted[m.name]), FigureText(m.name, m.c.Actual[m.name]), 100*m.c.ReplayError)
 	}
 	worst := ms[:min(len(ms), 8)]
 	noted := 0
@@ -454,16 +455,6 @@ func ValidationReport(cs []Case, demo Demo, tolerance float64) string {
 
 var digits = regexp.MustCompile(`[0-9]+`)
 
-func between(s, from, to string) string {
-	if i := strings.Index(s, from); i >= 0 {
-		s = s[i+len(from):]
-		if j := strings.Index(s, to); j >= 0 {
-			return s[:j]
-		}
-	}
-	return s
-}
-
 func counts(m map[string]int) string {
 	if len(m) == 0 {
 		return "none"
@@ -478,14 +469,4 @@ func counts(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func seconds(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "—"
-	case x >= 1:
-		return fmt.Sprintf("%.2f s", x)
-	}
-	return fmt.Sprintf("%.1f ms", 1000*x)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
 
@@ -73,6 +74,9 @@ type Target struct {
 	// Tolerance is the largest Error at which predictions are made.
 	Tolerance  float64 `json:"tolerance"`
 	Reproduced bool    `json:"reproduced"`
+	// Missed names the counted figure the replay missed most, when it was
+	// not reproduced.
+	Missed string `json:"missed,omitempty"`
 	// Why says why the window could not be calibrated or reproduced.
 	Why string `json:"why,omitempty"`
 	// Steps are the next steps with a change to simulate, in order.
@@ -159,10 +163,10 @@ func Run(ctx context.Context, d *advisor.Diagnosis, o Options) *Result {
 			d.Notes = append(d.Notes, fmt.Sprintf("whatif for %s: %s", name(t.Target), t.Why))
 		case priced(t) > 0:
 			d.Notes = append(d.Notes, fmt.Sprintf("whatif for %s: replay of the window within %s (tolerance %s); predicted effects are beside the steps",
-				name(t.Target), pct(t.Error), pct(t.Tolerance)))
+				name(t.Target), units.WholePercent(t.Error), units.WholePercent(t.Tolerance)))
 		case len(t.Steps) > 0:
 			d.Notes = append(d.Notes, fmt.Sprintf("whatif for %s: replay of the window within %s, but no step's change could be priced: %s",
-				name(t.Target), pct(t.Error), strings.TrimPrefix(t.Steps[0].Why, "not predicted: ")))
+				name(t.Target), units.WholePercent(t.Error), strings.TrimPrefix(t.Steps[0].Why, "not predicted: ")))
 		}
 	}
 	return res
@@ -185,7 +189,6 @@ func name(t evidence.Target) string {
 	return "the target"
 }
 
-func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
 // Calibrate fits a scenario to one target, replays it and, when the replay
 // is within tolerance, predicts each step that names a change.
@@ -249,8 +252,9 @@ func Calibrate(ctx context.Context, t *advisor.TargetReport, o Options) *Target 
 				worst = f
 			}
 		}
+		out.Missed = worst.Name
 		out.Why = fmt.Sprintf("the window could not be reproduced: the replay's %s is %s against %s observed (%s off, tolerance %s)",
-			worst.Name, figure(worst.Name, worst.Replayed), figure(worst.Name, worst.Observed), pct(worst.Error), pct(o.Tolerance))
+			worst.Name, FigureText(worst.Name, worst.Replayed), FigureText(worst.Name, worst.Observed), units.WholePercent(worst.Error), units.WholePercent(o.Tolerance))
 		return out.unpriced()
 	}
 	for i := range out.Steps {
@@ -337,19 +341,20 @@ func compareFigures(t *advisor.TargetReport, rep map[string]any, fit fitted) ([]
 	return out, worst
 }
 
-func figure(name string, x float64) string {
+// FigureText prints a replay figure in its unit: a share for the KV peak,
+// a count for the gauges, a rate for finished requests, a time otherwise.
+func FigureText(name string, x float64) string {
 	switch {
 	case !finite(x):
 		return "missing"
 	case strings.HasPrefix(name, "kv"):
-		return fmt.Sprintf("%.0f%%", 100*x)
+		return units.Percent(x)
 	case strings.HasPrefix(name, "running") || strings.HasPrefix(name, "waiting"):
-		return fmt.Sprintf("%.1f requests", x)
-	case x >= 1:
-		return fmt.Sprintf("%.2f s", x)
-	default:
-		return fmt.Sprintf("%.1f ms", 1000*x)
+		return units.Number(x) + " requests"
+	case strings.HasSuffix(name, "_rate"):
+		return units.Number(x) + "/s"
 	}
+	return units.Duration(x)
 }
 
 // replayWindow caps the simulated window: the figures are rates and

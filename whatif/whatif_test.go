@@ -18,6 +18,21 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/whatif.md")
 
+// simulated diagnoses a built-in scenario's window.
+func simulated(t *testing.T, name string) (Options, *advisor.Diagnosis) {
+	t.Helper()
+	o := options(t)
+	sc, err := sim.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Simulate(context.Background(), sc, o)
+	if err != nil || len(d.Targets) != 1 {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return o, d
+}
+
 func options(t *testing.T) Options {
 	t.Helper()
 	set, err := rules.Load()
@@ -100,13 +115,8 @@ func TestValidation(t *testing.T) {
 
 // A calibration that lacks what it needs says so and predicts nothing.
 func TestCalibrateRefuses(t *testing.T) {
-	o := options(t)
+	o, d := simulated(t, "queue-bound")
 	ctx := context.Background()
-	sc, _ := sim.Load("queue-bound")
-	d, err := Simulate(ctx, sc, o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := d.Targets[0]
 	for _, tc := range []struct {
 		drop, want string
@@ -165,37 +175,44 @@ func TestCalibrateRefuses(t *testing.T) {
 	}
 }
 
-// without copies an evidence tree without one dotted path.
-func without(tree map[string]any, path string) map[string]any {
+// edited copies an evidence tree with the value at one dotted path
+// replaced by what change returns for it; nil removes it.
+func edited(tree map[string]any, path string, change func(old any) any) map[string]any {
 	out := map[string]any{}
-	head, rest, deeper := strings.Cut(path, ".")
 	for k, v := range tree {
-		if k != head {
-			out[k] = v
-			continue
-		}
-		if m, ok := v.(map[string]any); ok && deeper {
-			out[k] = without(m, rest)
-		}
+		out[k] = v
+	}
+	head, rest, deeper := strings.Cut(path, ".")
+	next := change(tree[head])
+	if m, ok := tree[head].(map[string]any); ok && deeper {
+		next = edited(m, rest, change)
+	}
+	if next == nil {
+		delete(out, head)
+	} else {
+		out[head] = next
 	}
 	return out
 }
 
+func without(tree map[string]any, path string) map[string]any {
+	return edited(tree, path, func(any) any { return nil })
+}
+
+func with(tree map[string]any, path string, v float64) map[string]any {
+	return edited(tree, path, func(any) any { return v })
+}
+
 // A window the replay misses gets no numbers, and the reason names the figure.
 func TestNotReproducedPredictsNothing(t *testing.T) {
-	o := options(t)
+	o, d := simulated(t, "queue-bound")
 	ctx := context.Background()
-	sc, _ := sim.Load("queue-bound")
-	d, err := Simulate(ctx, sc, o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tr := d.Targets[0]
 	// Claim twice the TTFT the window had: nothing about the rest explains it.
-	tr.Evidence = scaled(tr.Evidence, "stage.ttft.mean", 2)
+	tr.Evidence = with(tr.Evidence, "stage.ttft.mean", 2*evidence.TreeNumber(tr.Evidence, "stage.ttft.mean"))
 	got := Calibrate(ctx, &tr, o)
-	if got.Reproduced || !strings.Contains(got.Why, "ttft_mean") {
-		t.Fatalf("reproduced %v, why %q", got.Reproduced, got.Why)
+	if got.Reproduced || got.Missed != "ttft_mean" || !strings.Contains(got.Why, "the replay's ttft_mean is") {
+		t.Fatalf("reproduced %v, missed %q, why %q", got.Reproduced, got.Missed, got.Why)
 	}
 	for _, s := range got.Steps {
 		if s.Effect != nil {
@@ -204,47 +221,10 @@ func TestNotReproducedPredictsNothing(t *testing.T) {
 	}
 }
 
-// with copies an evidence tree with one number set.
-func with(tree map[string]any, path string, v float64) map[string]any {
-	out := map[string]any{}
-	head, rest, deeper := strings.Cut(path, ".")
-	for key, x := range tree {
-		out[key] = x
-	}
-	if m, ok := tree[head].(map[string]any); ok && deeper {
-		out[head] = with(m, rest, v)
-	} else {
-		out[head] = v
-	}
-	return out
-}
-
-func scaled(tree map[string]any, path string, k float64) map[string]any {
-	out := map[string]any{}
-	head, rest, deeper := strings.Cut(path, ".")
-	for key, v := range tree {
-		out[key] = v
-		if key != head {
-			continue
-		}
-		if m, ok := v.(map[string]any); ok && deeper {
-			out[key] = scaled(m, rest, k)
-		} else if x, ok := v.(float64); ok {
-			out[key] = x * k
-		}
-	}
-	return out
-}
-
 // Run puts each effect on the step it belongs to, and a note per target.
 func TestRunAnnotatesSteps(t *testing.T) {
-	o := options(t)
+	o, d := simulated(t, "queue-bound")
 	ctx := context.Background()
-	sc, _ := sim.Load("queue-bound")
-	d, err := Simulate(ctx, sc, o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	res := Run(ctx, d, o)
 	if len(res.Targets) != 1 || !res.Targets[0].Reproduced {
 		t.Fatalf("not reproduced: %+v", res.Targets[0].Why)
@@ -273,18 +253,15 @@ func TestRunAnnotatesSteps(t *testing.T) {
 // own error: decode-bound's KV cache holds no more requests than its cap,
 // and fp8 does not move its figures by a tenth.
 func TestUnchangedFigures(t *testing.T) {
-	o := options(t)
+	o, d := simulated(t, "decode-bound")
 	ctx := context.Background()
-	sc, _ := sim.Load("decode-bound")
-	d, err := Simulate(ctx, sc, o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cal := Calibrate(ctx, &d.Targets[0], o)
 	if !cal.Reproduced {
 		t.Fatalf("decode-bound not reproduced: %s", cal.Why)
 	}
+	seen := map[string]bool{}
 	for _, p := range cal.Steps {
+		seen[p.Whatif] = true
 		switch p.Whatif {
 		case "more_seqs":
 			if p.Effect != nil || !strings.Contains(p.Why, "no more than max_num_seqs") {
@@ -294,12 +271,20 @@ func TestUnchangedFigures(t *testing.T) {
 			if p.Effect == nil {
 				t.Fatalf("fp8_kv not predicted: %s", p.Why)
 			}
+			ttftSame := false
 			for _, f := range p.Effect.Figures {
 				if f.Unchanged && f.Predicted != f.Observed {
 					t.Errorf("%s unchanged but predicted %v, observed %v", f.Name, f.Predicted, f.Observed)
 				}
+				ttftSame = ttftSame || f.Name == "ttft_p99" && f.Unchanged
+			}
+			if !ttftSame {
+				t.Errorf("fp8 moved TTFT p99 by a tenth or more: %+v", p.Effect.Figures)
 			}
 		}
+	}
+	if !seen["more_seqs"] || !seen["fp8_kv"] {
+		t.Errorf("decode-bound's steps name %v, want more_seqs and fp8_kv", seen)
 	}
 }
 

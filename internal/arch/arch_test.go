@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"compare":           {"advisor", "evidence"},
 	// After the advisor: a simulator calibrated to a diagnosis, replayed
 	// through the same pipeline; it annotates the diagnosis's steps.
-	"whatif":    {"advisor", "diagnosis", "evidence", "rules", "internal/sim"},
+	"whatif":    {"advisor", "diagnosis", "evidence", "rules", "internal/sim", "internal/units"},
 	"diagnosis": {"collectors/", "evidence", "rules", "advisor", "internal/"},
 	// The seam: transports and the builder know kinds, never an engine.
 	"collectors/engine": {"collectors/window", "evidence"},
