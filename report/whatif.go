@@ -89,7 +89,6 @@ func settingValue(s whatif.Setting) string {
 	return units.Number(s.Value)
 }
 
-
 // gauge is a replay figure for the table, whose column says what it counts.
 func gauge(name string, x float64) string {
 	return strings.TrimSuffix(whatif.FigureText(name, x), " requests")

@@ -189,7 +189,6 @@ func name(t evidence.Target) string {
 	return "the target"
 }
 
-
 // Calibrate fits a scenario to one target, replays it and, when the replay
 // is within tolerance, predicts each step that names a change.
 func Calibrate(ctx context.Context, t *advisor.TargetReport, o Options) *Target {
