@@ -94,10 +94,17 @@ type Primary struct {
 	Bottleneck string `json:"bottleneck"`
 	Rule       string `json:"rule,omitempty"`
 	Summary    string `json:"summary"`
-	// Status is found, healthy, inconclusive or suppressed: the root
-	// cause found is a finding the configuration suppresses, so the
-	// target is not healthy although nothing unsuppressed was found.
+	// Status is found, tentative, healthy, inconclusive or suppressed.
+	// Tentative: the verdict rests on a few readings (one snapshot, a few
+	// log lines), not a window; Readings says how many and Confirm what
+	// would confirm it. Suppressed: the root cause found is a finding the
+	// configuration suppresses, so the target is not healthy although
+	// nothing unsuppressed was found.
 	Status string `json:"status"`
+	// Readings is how many readings a tentative verdict rests on.
+	Readings int `json:"readings,omitempty"`
+	// Confirm says what evidence would confirm a tentative verdict.
+	Confirm string `json:"confirm,omitempty"`
 	// Unchecked are the critical rules that could not run.
 	Unchecked []string `json:"unchecked,omitempty"`
 	// Impact is the share of latency the verdict's stage holds.
@@ -105,6 +112,29 @@ type Primary struct {
 	// Bounded are deciding rules that lacked inputs but could not have
 	// fired, with why; a healthy verdict may rest on them.
 	Bounded []Bounded `json:"bounded,omitempty"`
+}
+
+// Found reports whether the verdict names a bottleneck found, for sure or
+// tentatively.
+func (p Primary) Found() bool { return p.Status == "found" || p.Status == "tentative" }
+
+// TentativeLine says what a tentative verdict rests on and what would
+// confirm it; "" for any other.
+func (p Primary) TentativeLine() string {
+	if p.Status != "tentative" {
+		return ""
+	}
+	n := "what could be read"
+	switch {
+	case p.Readings == 1:
+		n = "one reading, not a window"
+	case p.Readings > 1:
+		n = fmt.Sprintf("%d readings, not a window", p.Readings)
+	}
+	if p.Bottleneck == "none" && p.Readings > 0 {
+		n += ", and shows no latency split"
+	}
+	return "Tentative: rests on " + n + "; confirm it with " + p.Confirm + "."
 }
 
 // Bounded is a rule quiet by a bound on its missing inputs.
@@ -134,8 +164,10 @@ type Finding struct {
 	Docs   string       `json:"docs"`
 	// ExplainedBy names the finding whose bottleneck causes this one.
 	ExplainedBy string `json:"explained_by,omitempty"`
-	Suppressed  string `json:"suppressed,omitempty"`
-	sev         rules.Severity
+	// Tentative: the finding fired on what one reading plainly shows.
+	Tentative  bool   `json:"tentative,omitempty"`
+	Suppressed string `json:"suppressed,omitempty"`
+	sev        rules.Severity
 	// impact is Impact as a number, NaN when unknown; capped is true when
 	// the finding may not be the verdict.
 	impact, impactMax float64
@@ -275,7 +307,7 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 	weigh(t.Findings, cfg.MinShareOrDefault())
 	sort.SliceStable(t.Findings, func(i, j int) bool { return less(t.Findings[i], t.Findings[j]) })
 	t.Primary = primary(t.Findings, unchecked, bounded)
-	if t.Primary.Status != "found" && len(t.Suppressed) > 0 {
+	if t.Primary.Status != "found" && t.Primary.Status != "tentative" && len(t.Suppressed) > 0 {
 		t.Primary = suppressedRoot(e, t, results, cfg.MinShareOrDefault(), unchecked, bounded)
 	}
 	t.Next = mergeSteps(t.Findings)
@@ -317,7 +349,8 @@ func addSkip(l []Skip, r rules.Result) []Skip {
 func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	f := Finding{Rule: r.Rule.ID, Severity: r.Severity.String(), sev: r.Severity, Bottleneck: r.Rule.Bottleneck,
 		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage(), impact: r.Impact, impactMax: r.ImpactMax, layer: r.Rule.Layer,
-		Next: rules.StepsFor(r.Rule.Next, e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed(), Sources: map[string]string{}}
+		Next: rules.StepsFor(r.Rule.Next, e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed(), Sources: map[string]string{},
+		Tentative: r.Tentative()}
 	f.Impact = share(r.Impact)
 	if f.Next == nil {
 		f.Next = []rules.Step{}
@@ -512,12 +545,26 @@ func primary(fs []Finding, unchecked []string, bounded []Bounded) Primary {
 		}
 		p := Primary{Bottleneck: f.Bottleneck, Rule: f.Rule, Summary: f.Title, Status: "found", Unchecked: unchecked,
 			Impact: f.Impact}
+		if f.Tentative {
+			p.Status, p.Readings = "tentative", 1
+			p.Confirm = ConfirmSnapshot
+		}
 		if n := countExplained(fs, f.Rule); n > 0 {
 			p.Summary += fmt.Sprintf(" (explains %d other finding%s)", n, plural(n))
 		}
 		return p
 	}
 	if len(unchecked) > 0 {
+		// What could be read shows nothing wrong, plainly (a finding
+		// naming no bottleneck): a tentative healthy verdict, not an earned one.
+		for _, f := range fs {
+			if f.Bottleneck == "none" && f.ExplainedBy == "" {
+				return Primary{Bottleneck: "none", Rule: f.Rule, Status: "tentative", Unchecked: unchecked, Bounded: bounded,
+					Summary: f.Title + ", in what could be read; " + fmt.Sprintf("%d deciding check%s could not run (%s)",
+						len(unchecked), plural(len(unchecked)), strings.Join(unchecked, ", ")),
+					Confirm: ConfirmChecks}
+			}
+		}
 		return Primary{Bottleneck: "unknown", Status: "inconclusive", Unchecked: unchecked, Bounded: bounded,
 			Summary: fmt.Sprintf("No bottleneck found in what could be checked, but %d deciding check%s could not run (%s): see gaps",
 				len(unchecked), plural(len(unchecked)), strings.Join(unchecked, ", "))}
@@ -543,6 +590,27 @@ func primary(fs []Finding, unchecked []string, bounded []Bounded) Primary {
 			strings.Join(ids, ", "))
 	}
 	return p
+}
+
+// What confirms a tentative verdict, by the evidence it rests on.
+const (
+	ConfirmSnapshot = "a window: two snapshots a few minutes apart, a live scrape (--target URL --duration 5m) or Prometheus (--prom URL)"
+	ConfirmChecks   = "the latency histograms of a metrics window (--target URL or --prom URL: queue, prefill and inter-token latency), which the checks that could not run need"
+	ConfirmLog      = "a longer stretch of the log (ten or more stats lines), or the server's metrics over a window (--target URL or --prom URL), whose histograms time each stage"
+)
+
+// MarkTentative makes a found verdict tentative: the evidence is a few
+// readings (one snapshot, a handful of log lines), not a window. It says
+// how many and what would confirm it.
+func MarkTentative(t *TargetReport, readings int, confirm string) {
+	if t.Primary.Status != "found" && t.Primary.Status != "tentative" {
+		return
+	}
+	t.Primary.Status = "tentative"
+	if t.Primary.Readings == 0 || readings < t.Primary.Readings {
+		t.Primary.Readings = readings
+	}
+	t.Primary.Confirm = confirm
 }
 
 func countExplained(fs []Finding, rule string) int {

@@ -8,6 +8,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/collectors/logs"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/rules"
@@ -68,9 +69,30 @@ func (in *Input) Diagnose(set *rules.Set, cfg *rules.Config) *advisor.Diagnosis 
 		d.Notes = append(d.Notes, fmt.Sprintf("suppression of %s expired on %s and no longer applies", s.Rule, s.Until))
 	}
 	for i, rs := range set.EvaluateEach(evs, cfg) {
-		d.Targets = append(d.Targets, advisor.Advise(evs[i], rs, cfg))
+		t := advisor.Advise(evs[i], rs, cfg)
+		if n, confirm := in.readings(); n > 0 {
+			advisor.MarkTentative(&t, n, confirm)
+		}
+		d.Targets = append(d.Targets, t)
 	}
 	return d
+}
+
+// readings is how many readings the window's evidence rests on when they
+// are too few for a window (one snapshot; a log of fewer than
+// logs.ThinReadings stats lines), with what would confirm a verdict from
+// them; 0 when the window is a window.
+func (in *Input) readings() (int, string) {
+	w := in.Window
+	switch {
+	case w == nil:
+		return 0, ""
+	case w.Cumulative:
+		return 1, advisor.ConfirmSnapshot
+	case len(w.Histograms) == 0 && (len(w.Gauges) > 0 || len(w.Counters) > 0) && w.Points < logs.ThinReadings:
+		return w.Points, advisor.ConfirmLog
+	}
+	return 0, ""
 }
 
 // Checklist evaluates the checklist items of set on every target of the

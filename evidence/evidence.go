@@ -139,12 +139,18 @@ type Service struct {
 	WaitingOutlierRatio float64 `expr:"waiting_outlier_ratio"`
 	Running             Series  `expr:"running"`
 	Waiting             Series  `expr:"waiting"`
-	IterationTokens     Dist    `expr:"iteration_tokens"`
+	// Swapped are requests whose KV blocks were moved to CPU memory (V0).
+	Swapped Series `expr:"swapped"`
+	// StreamTPS is tokens generated per second per running request: the
+	// decode speed one stream sees.
+	StreamTPS       float64 `expr:"stream_tps"`
+	IterationTokens Dist    `expr:"iteration_tokens"`
 }
 
 // Resource is the hardware and cache layer.
 type Resource struct {
 	KVUsage       Series  `expr:"kv_usage"`
+	CPUKVUsage    Series  `expr:"cpu_kv_usage"`
 	PrefixHitRate float64 `expr:"prefix_hit_rate"`
 	PrefixQueries float64 `expr:"prefix_queries"`
 	// GPU evidence from DCGM, averaged over the target's GPUs.

@@ -104,11 +104,13 @@ type pageSource struct {
 }
 
 type pageTarget struct {
-	ID, Name, ServedBy       string
-	Status, Bottleneck       string
-	SevClass, SevWord, Mark  string
-	Summary, Impact          string
-	Unchecked                string
+	ID, Name, ServedBy      string
+	Status, Bottleneck      string
+	SevClass, SevWord, Mark string
+	Summary, Impact         string
+	Unchecked               string
+	// Tentative says what a tentative verdict rests on and what would confirm it.
+	Tentative                string
 	Bounded, Inconsistencies []string
 	Conditions               []string
 	Latency                  *pageLatency
@@ -282,7 +284,7 @@ func HTMLIndex(w io.Writer, title string, entries []IndexEntry, o Options) error
 	for _, e := range entries {
 		sev, word, mark := verdictClass(e.Status, e.Severity)
 		v := word
-		if e.Status == "found" {
+		if e.Status == "found" || e.Status == "tentative" {
 			v = word + " · " + e.Bottleneck
 		}
 		at := ""
@@ -303,6 +305,11 @@ func verdictWord(pr advisor.Primary) string {
 	switch pr.Status {
 	case "found":
 		return pr.Bottleneck
+	case "tentative":
+		if pr.Bottleneck == "none" {
+			return "healthy (tentative)"
+		}
+		return pr.Bottleneck + " (tentative)"
 	case "healthy":
 		return "healthy"
 	}
@@ -312,6 +319,13 @@ func verdictWord(pr advisor.Primary) string {
 // verdictClass gives the CSS class, the word and the symbol of a verdict:
 // the meaning never rests on colour alone.
 func verdictClass(status, severity string) (class, word, mark string) {
+	if status == "tentative" {
+		class, word, mark = verdictClass("found", severity)
+		if severity == "info" || severity == "" {
+			class, word, mark = verdictClass("healthy", "")
+		}
+		return class, word + ", tentative", mark
+	}
 	switch status {
 	case "found":
 		switch severity {
@@ -377,7 +391,8 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 			}
 		}
 	}
-	if t.Primary.Status == "found" && len(t.Primary.Unchecked) > 0 {
+	pt.Tentative = t.Primary.TentativeLine()
+	if t.Primary.Found() && len(t.Primary.Unchecked) > 0 {
 		pt.Unchecked = "Could not check: " + strings.Join(t.Primary.Unchecked, ", ") + " (see the gaps below)."
 	}
 	for _, b := range t.Primary.Bounded {

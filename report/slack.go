@@ -262,6 +262,14 @@ func slackVerdict(t advisor.TargetReport) (sev, verdict string) {
 			return SlackCritical, "✗ CRITICAL: " + t.Primary.Bottleneck
 		}
 		return SlackWarning, "! WARNING: " + t.Primary.Bottleneck
+	case "tentative":
+		if t.Primary.Bottleneck == "none" {
+			return SlackHealthy, "✓ HEALTHY (tentative)"
+		}
+		if findingSeverity(t, t.Primary.Rule) == "critical" {
+			return SlackCritical, "✗ CRITICAL (tentative): " + t.Primary.Bottleneck
+		}
+		return SlackWarning, "! WARNING (tentative): " + t.Primary.Bottleneck
 	case "healthy":
 		return SlackHealthy, "✓ HEALTHY"
 	case "suppressed":
@@ -273,7 +281,7 @@ func slackVerdict(t advisor.TargetReport) (sev, verdict string) {
 func slackSummary(t advisor.TargetReport) string {
 	p := t.Primary
 	s := esc(slackLine(p.Summary))
-	if p.Status == "found" && p.Impact != nil {
+	if p.Found() && p.Impact != nil {
 		stage := ""
 		for _, f := range t.Findings {
 			if f.Rule == p.Rule {
@@ -281,6 +289,9 @@ func slackSummary(t advisor.TargetReport) string {
 			}
 		}
 		s += fmt.Sprintf(": %s of %s", units.WholePercent(*p.Impact), stageLatency(stage))
+	}
+	if line := p.TentativeLine(); line != "" {
+		s += "\n_" + esc(line) + "_"
 	}
 	s = cutMrkdwn(s, 1000)
 	for i, in := range t.Inconsistencies {
@@ -444,7 +455,7 @@ func slackGapsLine(t advisor.TargetReport) string {
 			map[bool]string{true: "s", false: ""}[len(sk.Rules) == 1], esc(sk.Source)))
 	}
 	s := "*Could not check:* " + strings.Join(parts, "; ")
-	if t.Primary.Status == "found" && len(t.Primary.Unchecked) > 0 {
+	if t.Primary.Found() && len(t.Primary.Unchecked) > 0 {
 		var ids []string
 		for _, u := range t.Primary.Unchecked {
 			ids = append(ids, code(u))

@@ -384,6 +384,13 @@ func (p *printer) target(t advisor.TargetReport) {
 	switch pr.Status {
 	case "found":
 		p.wrap("", p.sevMark(findingSeverity(t, pr.Rule))+" VERDICT "+p.st.bold.Render(pr.Bottleneck)+": "+pr.Summary)
+	case "tentative":
+		if pr.Bottleneck == "none" {
+			p.wrap("", p.st.ok.Render("✓ TENTATIVE VERDICT healthy")+": "+pr.Summary)
+		} else {
+			p.wrap("", p.sevMark(findingSeverity(t, pr.Rule))+" TENTATIVE VERDICT "+p.st.bold.Render(pr.Bottleneck)+": "+pr.Summary)
+		}
+		p.wrap("  ", pr.TentativeLine())
 	case "healthy":
 		p.wrap("", p.st.ok.Render("✓ VERDICT healthy")+": "+pr.Summary)
 	case "suppressed":
@@ -394,7 +401,7 @@ func (p *printer) target(t advisor.TargetReport) {
 	if line := suppressedLine(t, p.details); line != "" {
 		p.wrap("  ", p.st.warn.Render("! ")+line)
 	}
-	if pr.Status == "found" && len(pr.Unchecked) > 0 {
+	if pr.Found() && pr.Bottleneck != "none" && len(pr.Unchecked) > 0 {
 		see := "see Could not check"
 		if !p.details {
 			see = "--details says what each needs"

@@ -84,6 +84,11 @@ func docPage(r *Rule) page {
 		add(section, "Fires when")
 	}
 	add(code, strings.TrimSpace(r.When))
+	if r.Plain != "" {
+		add(section, "On one reading")
+		add(para, "Where the gauges it reads rest on fewer samples than a window needs (one snapshot), it fires on what one reading shows plainly, and its finding and the verdict it leads to are tentative:")
+		add(code, strings.TrimSpace(r.Plain))
+	}
 	switch {
 	case r.Impact != "":
 		add(para, "Share of latency it accounts for (its impact): `"+strings.TrimSpace(r.Impact)+"`.")

@@ -81,7 +81,13 @@ type Notes struct {
 	Missing []Missing
 	// Suppressed holds the reason when a suppression matched.
 	Suppressed string
+	// Tentative, on a fired result, says it fired on what one reading
+	// plainly shows (the rule's plain condition), not on a window.
+	Tentative bool
 }
+
+// Tentative reports whether a fired result rests on one reading.
+func (r *Result) Tentative() bool { return r.Notes != nil && r.Notes.Tentative }
 
 // Stage is the part of latency the rule's bottleneck holds or slows.
 func (r *Result) Stage() string {
@@ -469,6 +475,17 @@ func (st *state) evalOne(r *Rule, res *Result) {
 		}
 	}
 	if !st.present(r.in) {
+		if r.plain != nil && st.plainFires(r) {
+			st.fire(r, res)
+			for _, f := range r.plainIn {
+				res.Evidence[f.Path] = f.at.get(st.v)
+			}
+			if res.Notes == nil {
+				res.Notes = st.newNotes()
+			}
+			res.Notes.Tentative = true
+			return
+		}
 		res.Notes = st.missingNotes(r, r.in)
 		res.Outcome = Insufficient
 		if why, in := r.bounded(st); why != "" {
@@ -492,6 +509,34 @@ func (st *state) evalOne(r *Rule, res *Result) {
 		res.Evidence = r.passCites(st.v, r.in)
 		return
 	}
+	st.fire(r, res)
+}
+
+// plainFires reports whether a rule that cannot run for thin gauges fires
+// on its plain condition: every input is there, some on fewer samples than
+// a window needs, and what one reading shows holds.
+func (st *state) plainFires(r *Rule) bool {
+	if !st.thinOnly(r.in) || !st.thinOnly(r.plainIn) {
+		return false
+	}
+	out, err := st.test(r.plain)
+	fired, _ := out.(bool)
+	return err == nil && fired
+}
+
+// thinOnly reports whether the inputs are all there, withheld by nothing,
+// distributions counted enough, gauges on at least one sample.
+func (st *state) thinOnly(reads []input) bool {
+	saved := st.minGauge
+	st.minGauge = 1
+	ok := st.present(reads)
+	st.minGauge = saved
+	return ok
+}
+
+// fire fills res as a fired result of r: the values it read, its impact,
+// what it explains and its message.
+func (st *state) fire(r *Rule, res *Result) {
 	res.Outcome = Fired
 	res.Evidence = make(map[string]float64, len(r.in)+len(r.verdictReads))
 	for _, f := range r.in {

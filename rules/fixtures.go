@@ -26,6 +26,9 @@ type Fixture struct {
 	// Bound lists substrings of the reason a quiet case must be bounded by
 	// (the rule lacked inputs, and the ones it had show it could not fire).
 	Bound []string `yaml:"bound"`
+	// Tentative, on a fired case, says it must fire on the rule's plain
+	// condition (one reading); a fired case without it must not.
+	Tentative bool `yaml:"tentative"`
 }
 
 // TestResult is the outcome of one fixture.
@@ -110,6 +113,9 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 		tr.Got = res.Outcome
 		if res.Outcome == Insufficient {
 			tr.Missing = res.Missing()
+		}
+		if res.Outcome == Fired && res.Tentative() != fx.Tentative {
+			tr.Err = fmt.Sprintf("fired with tentative %v, want %v", res.Tentative(), fx.Tentative)
 		}
 		if res.Outcome == Fired {
 			for _, want := range fx.Message {

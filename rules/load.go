@@ -254,6 +254,17 @@ func Parse(file string, data []byte) (*Rule, error) {
 	if err := r.walk(r.when.prog.Node(), reads); err != nil {
 		return nil, fail("when", "when: %v", err)
 	}
+	if spec.Plain != "" {
+		r.plain, err = r.compile(spec.Plain, expr.AsBool())
+		if err != nil {
+			return nil, fail("plain", "plain: %s", oneLine(err))
+		}
+		pr := map[string]bool{}
+		if err := r.walk(r.plain.prog.Node(), pr); err != nil {
+			return nil, fail("plain", "plain: %v", err)
+		}
+		r.plainIn = inputsOf(fieldsOf(pr))
+	}
 	if spec.Impact != "" {
 		r.impact, err = r.compile(spec.Impact, expr.AsFloat64())
 		if err != nil {

@@ -111,6 +111,11 @@ type Spec struct {
 	// not apply (a fleet rule on one server) and the outcome is quiet.
 	Applies string `yaml:"applies"`
 	When    string `yaml:"when"`
+	// Plain is what one reading shows plainly: where the gauges the rule
+	// reads rest on fewer samples than a window needs (one snapshot), the
+	// rule fires on Plain instead of When, and its finding is tentative.
+	// Without it, such a rule cannot run on one reading.
+	Plain string `yaml:"plain"`
 	// Stage is the part of user-visible latency the rule's bottleneck holds
 	// or slows; that part's share (stage.share.STAGE) is the finding's impact
 	// unless Impact gives an expression of its own.
@@ -172,10 +177,12 @@ type Rule struct {
 	File string
 	Line int
 
-	when, impact, applies *expression
-	bounds, conjuncts     []bound
-	explainsIf            map[string]bound
-	explainsOrder         []string
+	when, impact, applies, plain *expression
+	// plainIn are the inputs Plain reads.
+	plainIn           []input
+	bounds, conjuncts []bound
+	explainsIf        map[string]bound
+	explainsOrder     []string
 	// share is the stage's share field, the default impact, and shareMax
 	// its upper bound.
 	share, shareMax     *evidence.Field

@@ -198,7 +198,8 @@ func newSim() *cobra.Command {
 			"dcgm-exporter's GPU metrics on /dcgm/metrics, virtual time running --speed times\n" +
 			"faster than real time, until interrupted. With --bench, --log or --openmetrics it\n" +
 			"instead runs the whole scenario at once and writes its requests as vllm bench serve\n" +
-			"JSON, vLLM's periodic stats log, or timestamped OpenMetrics to backfill Prometheus." +
+			"JSON, the engine's periodic log (vLLM's stats lines, SGLang's scheduler lines with\n" +
+			"--engine sglang), or timestamped OpenMetrics to backfill Prometheus." +
 			exitStatus("0  it served until interrupted, or wrote its files", exitBadUsage),
 		Example: "  llmdoctor sim --scenario queue-bound --listen 127.0.0.1:8000 --speed 10\n" +
 			"  llmdoctor sim --scenario kv-capacity --bench run.json\n" +
@@ -211,9 +212,6 @@ func newSim() *cobra.Command {
 			}
 			if sc.Exposes, err = simEngine(engineName); err != nil {
 				return err
-			}
-			if logOut != "" && sc.Exposes != "vllm" {
-				return usageErr("--log writes vLLM's stats log; the simulator does not write %s's", sc.Exposes)
 			}
 			if speed <= 0 {
 				return usageErr("--speed must be positive")
@@ -245,7 +243,7 @@ func newSim() *cobra.Command {
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8000", "address to serve on")
 	c.Flags().Float64Var(&speed, "speed", 1, "virtual seconds per real second")
 	c.Flags().StringVar(&benchOut, "bench", "", "instead of serving, run the scenario and write its requests as vllm bench serve JSON")
-	c.Flags().StringVar(&logOut, "log", "", "instead of serving, run the scenario and write vLLM's periodic stats log")
+	c.Flags().StringVar(&logOut, "log", "", "instead of serving, run the scenario and write the engine's periodic log (SGLang's scheduler lines with --engine sglang)")
 	c.Flags().StringVar(&omOut, "openmetrics", "", "instead of serving, run the scenario and write timestamped OpenMetrics (for promtool tsdb create-blocks-from openmetrics)")
 	return c
 }

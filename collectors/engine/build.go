@@ -270,6 +270,13 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	if !evidence.Present(v.Service.Waiting.Mean) {
 		v.Service.Waiting = b.series(Waiting, "service.waiting")
 	}
+	v.Service.Swapped = b.series(Swapped, "service.swapped")
+	noSwap := !evidence.Present(v.Service.Swapped.Mean) && eng.NoSwap != nil && eng.NoSwap(w) && evidence.Present(v.Service.Running.Mean)
+	if noSwap {
+		// Zero at every reading of the running gauge: the engine has no swap space.
+		v.Service.Swapped = evidence.Summarise(make([]float64, int(v.Service.Running.Samples)))
+		b.e.Cite("service.swapped", evidence.Source{Metric: "derived", From: w.From, Note: eng.Title + " has no swap space: no request is ever swapped out"})
+	}
 	b.finished(secs)
 	if x, ok := b.counter(PromptTokens, "service.prompt_tps"); ok {
 		v.Service.PromptTPS = x / secs
@@ -282,6 +289,15 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	}
 
 	v.Resource.KVUsage = b.series(KVUsage, "resource.kv_usage")
+	v.Resource.CPUKVUsage = b.series(CPUKVUsage, "resource.cpu_kv_usage")
+	if noSwap && !evidence.Present(v.Resource.CPUKVUsage.Mean) {
+		v.Resource.CPUKVUsage = evidence.Summarise(make([]float64, int(v.Service.Running.Samples)))
+		b.e.Cite("resource.cpu_kv_usage", evidence.Source{Metric: "derived", From: w.From, Note: eng.Title + " has no swap space"})
+	}
+	if g, r := v.Service.GenerationTPS, v.Service.Running.Mean; evidence.Present(g) && evidence.Present(r) && r > 0 {
+		v.Service.StreamTPS = g / r
+		b.e.Cite("service.stream_tps", evidence.Source{Metric: "derived", From: w.From, Note: "generation throughput ÷ mean running requests"})
+	}
 	q, okq := b.counter(PrefixQueries, "resource.prefix_queries")
 	h, okh := b.counter(PrefixHits, "resource.prefix_hit_rate")
 	if okq {

@@ -62,7 +62,9 @@ type Metric struct {
 
 // Ratio reports gauges that are shares (KV usage, hit rates): averaged
 // across engines and instances, where counts are summed.
-func (m Metric) Ratio() bool { return m.Key == KVUsage || m.Key == PrefixHitGauge }
+func (m Metric) Ratio() bool {
+	return m.Key == KVUsage || m.Key == PrefixHitGauge || m.Key == CPUKVUsage
+}
 
 // Canonical keys. An engine maps the ones it exposes; the builder reads
 // the rest as absent.
@@ -96,6 +98,11 @@ const (
 	Waiting         = "waiting"
 	WaitingByReason = "waiting_by_reason"
 	KVUsage         = "kv_usage"
+	// Swapped and CPUKVUsage are V0 vLLM's: requests whose KV blocks were
+	// swapped to CPU memory under KV pressure, and the share of that swap
+	// space in use.
+	Swapped    = "swapped"
+	CPUKVUsage = "cpu_kv_usage"
 	// CacheConfig is an info family whose labels hold block_size,
 	// num_gpu_blocks, enable_prefix_caching and gpu_memory_utilization.
 	CacheConfig = "cache_config"
@@ -134,6 +141,10 @@ type Engine struct {
 	// The builder reads one series per set of the other labels' values
 	// instead of adding the copies up.
 	Copies []string
+	// NoSwap reports whether the engine behind a window has no swap space
+	// (vLLM's V1 engine, SGLang): none of its requests is ever swapped out,
+	// so an absent Swapped family means zero, not unknown.
+	NoSwap func(w *window.Window) bool
 	// ReasonLabel is the label of RequestSuccess that holds the finish
 	// reason (stop, length, abort, error); "" when the engine has none.
 	ReasonLabel string

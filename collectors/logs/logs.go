@@ -1,256 +1,313 @@
-// Package logs reads vLLM server logs: the periodic stats lines of the V0 and
-// V1 engines become a window of gauges (running, waiting, KV usage, prefix
-// hit rate) and counters (prompt and generated tokens, preemptions), so the
-// same mapping and rules apply as for metrics. Other lines are skipped.
+// Package logs reads serving engines' logs as people paste them: vLLM's
+// periodic stats lines (V0 and V1), its preemption warnings and speculative
+// decoding lines, and SGLang's scheduler lines (prefill and decode batches,
+// retractions). The readings become a window of gauges (running, waiting,
+// swapped, KV usage, prefix hit rate) and counters (prompt and generated
+// tokens, preemptions) under the engine's own metric names, so the same
+// mapping and rules apply as for metrics. Other lines are skipped; lines
+// that look like stats lines but cannot be read are counted and quoted.
 package logs
 
 import (
-	"bufio"
 	"fmt"
-	"github.com/llmdoctor/llmdoctor/collectors/engine"
-	"github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"io"
 	"math"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 )
 
-// The head of a stats line, V0 and V1 (vllm/v1/metrics/loggers.py and vllm/engine/metrics.py in vllm-project/vllm).
-var statsRe = regexp.MustCompile(`(?:Engine (\d{3}): |(\d+) Engines Aggregated: )?Avg prompt throughput: ([\d.]+) tokens/s, ` +
-	`Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, (?:Swapped: \d+ reqs, Pending|Waiting): (\d+) reqs`)
-
-// Timestamp as vLLM's logger prints it: "INFO 02-28 21:48:18".
-var timeRe = regexp.MustCompile(`(?:INFO|DEBUG|WARNING) (\d\d-\d\d \d\d:\d\d:\d\d)`)
-
-// V0 prints prefix caching on its own line.
-var v0PrefixRe = regexp.MustCompile(`Prefix cache hit rate: GPU: ([\d.]+)%`)
-
 // Result is what a log gave.
 type Result struct {
 	Window *window.Window
-	// StatsLines, Skipped: lines read as stats, lines that looked like stats
-	// lines but could not be read.
-	StatsLines, Skipped, Lines int
+	// Engine is the engine whose lines were read: vllm or sglang.
+	Engine string
+	// StatsLines are readings of the engine's state; Events are warnings
+	// and speculative decoding lines read; Skipped are lines that looked
+	// like stats lines but could not be read; Joined are records a wrap
+	// had split over several lines, joined again.
+	StatsLines, Events, Skipped, Joined, Lines int
+	// Headless are stats lines read though cut at their start.
+	Headless int
+	// Model and Version are what the log's start-up lines say, if anything.
+	Model, Version string
 }
 
-type sample struct {
-	t                    time.Time
-	prompt, gen          float64
-	running, waiting     float64
-	kv, hit, preemptions float64
-	// sawPreemptions: the line reports preemptions (V1 from 0.11.1 prints
-	// the field only when non-zero; older versions never do).
-	sawPreemptions bool
+// unread counts the lines that looked like stats lines but could not be
+// read, by reason, with the first of each.
+type unread struct {
+	n     int
+	why   map[string]int
+	first map[string]string
 }
 
-// Read parses a log. model names the target (logs do not carry it); year
-// places the month-day timestamps.
+func (u *unread) add(why, line string) {
+	if u.why == nil {
+		u.why, u.first = map[string]int{}, map[string]string{}
+	}
+	u.n++
+	if u.why[why] == 0 {
+		u.first[why] = line
+	}
+	u.why[why]++
+}
+
+// say is one line: how many, why, and one of them quoted.
+func (u *unread) say() string {
+	whys := make([]string, 0, len(u.why))
+	for w := range u.why {
+		whys = append(whys, w)
+	}
+	sort.Slice(whys, func(i, j int) bool {
+		return u.why[whys[i]] > u.why[whys[j]] || u.why[whys[i]] == u.why[whys[j]] && whys[i] < whys[j]
+	})
+	var parts []string
+	for _, w := range whys {
+		parts = append(parts, fmt.Sprintf("%d %s", u.why[w], w))
+	}
+	q := u.first[whys[0]]
+	if len(q) > 160 {
+		q = q[:157] + "…"
+	}
+	verb := "look"
+	if u.n == 1 {
+		verb = "looks"
+	}
+	return fmt.Sprintf("%d line%s %s like a stats line but could not be read (%s), e.g. %q",
+		u.n, plural(u.n), verb, strings.Join(parts, ", "), q)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Start-up lines that name the model and the version.
+var (
+	modelRe   = regexp.MustCompile(`(?:\bmodel|model_path|served_model_name)='([^']+)'`)
+	versionRe = regexp.MustCompile(`(?:vLLM API server version|vLLM engine \(|V1 LLM engine \(|version[ =])v?(\d+\.\d+[\w.+-]*)`)
+	// A head repeated inside one line: records glued without a newline.
+	gluedHead = regexp.MustCompile(`Avg prompt throughput:`)
+	gluedCut  = regexp.MustCompile(`(?:\((?:[A-Za-z_]+ )?pid=\d+\)\s*)?(?:INFO|WARNING|DEBUG|ERROR)\s+\d\d-\d\d\s`)
+)
+
+// Read parses a log. model names the target when the log does not; year
+// places month-day timestamps (vLLM's carry no year).
 func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 	res := &Result{}
-	byEngine := map[string][]sample{}
-	var lastEngine string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		res.Lines++
-		if m := v0PrefixRe.FindStringSubmatch(line); m != nil && !strings.Contains(line, "Avg prompt throughput") {
-			if s := byEngine[lastEngine]; len(s) > 0 {
-				s[len(s)-1].hit = parsePct(m[1])
+	p := newPhysical(r)
+	var recs []record
+	var bad unread
+	for {
+		line, ok := p.next()
+		if !ok {
+			break
+		}
+		if res.Model == "" {
+			if m := modelRe.FindStringSubmatch(line); m != nil {
+				res.Model = m[1]
 			}
-			continue
 		}
-		if !strings.Contains(line, "Avg prompt throughput") {
-			continue
+		if res.Version == "" {
+			if m := versionRe.FindStringSubmatch(line); m != nil {
+				res.Version = m[1]
+			}
 		}
-		m := statsRe.FindStringSubmatch(line)
-		tm := timeRe.FindStringSubmatch(line)
-		if m == nil || tm == nil {
-			res.Skipped++
-			continue
-		}
-		t, err := time.Parse("2006 01-02 15:04:05", fmt.Sprintf("%d %s", year, tm[1]))
-		if err != nil {
-			res.Skipped++
-			continue
-		}
-		engine := "0"
-		switch {
-		case m[1] != "":
-			n, _ := strconv.Atoi(m[1])
-			engine = strconv.Itoa(n)
-		case m[2] != "":
-			engine = "all"
-		}
-		s := sample{t: t, prompt: num(m[3]), gen: num(m[4]), running: num(m[5]), waiting: num(m[6]),
-			kv: math.NaN(), hit: math.NaN()}
-		for _, part := range strings.Split(line[strings.Index(line, m[0])+len(m[0]):], ", ") {
-			k, v, ok := strings.Cut(strings.TrimSpace(part), ": ")
-			if !ok {
+		wrapped := false
+		if headOf(line) < 0 {
+			if line, wrapped = p.joinHead(line); !wrapped {
+				if rec, ok := headless(line, year); ok {
+					recs = append(recs, rec)
+					res.Headless++
+					continue
+				}
+				if lookalike.MatchString(line) {
+					bad.add("without a stats head", line)
+				}
 				continue
 			}
-			switch k {
-			case "GPU KV cache usage":
-				s.kv = parsePct(v)
-			case "Prefix cache hit rate":
-				s.hit = parsePct(v)
-			case "Preemptions":
-				s.preemptions, s.sawPreemptions = num(v), true
-			case "Waiting", "Deferred":
+		}
+		// A record cut short is joined with the lines that continue it.
+		text, rec, why := line, record{}, ""
+		var held bool
+		if wrapped {
+			res.Joined++
+		}
+		for n := 1; ; n++ {
+			rec, held, why = parse(text, year)
+			if n >= maxJoin {
+				break
+			}
+			nx, ok := p.peek()
+			// A record read whole still takes a next line that starts
+			// with a field separator: a wrap fell between two fields.
+			if !ok || !continuation(nx) || held && why == "" && !strings.HasPrefix(strings.TrimLeft(nx, " \t"), ",") {
+				break
+			}
+			p.next()
+			text += strings.TrimLeft(nx, " \t")
+			if n == 1 && !wrapped {
+				res.Joined++
 			}
 		}
-		byEngine[engine] = append(byEngine[engine], s)
-		lastEngine = engine
-		res.StatsLines++
+		if !held {
+			if lookalike.MatchString(text) {
+				bad.add(whyCut, text)
+			}
+			continue
+		}
+		for _, seg := range splitGlued(text) {
+			if seg != text {
+				rec, _, why = parse(seg, year)
+			}
+			if why != "" {
+				bad.add(why, seg)
+				continue
+			}
+			recs = append(recs, rec)
+		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", from, err)
+	res.Lines = p.n
+	if err := p.sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
-	if res.StatsLines == 0 {
-		return nil, fmt.Errorf("%s: no vLLM stats lines (\"Avg prompt throughput: …\") in %d lines: is --disable-log-stats set, or is this another log?", from, res.Lines)
+	res.Skipped = bad.n
+	engine, readings, events := sortOut(recs)
+	res.StatsLines, res.Events = readings, events
+	preempted := false
+	for _, r := range recs {
+		preempted = preempted || r.sawPreemptions && (r.kind == vllmPreempt || r.kind == sglRetract)
 	}
-	// Per-engine lines are finer than the aggregated ones; use them when present.
-	if len(byEngine) > 1 {
-		delete(byEngine, "all")
+	if readings == 0 && !preempted {
+		if bad.n > 0 {
+			return nil, fmt.Errorf("%s: no stats line could be read in %d lines: %s", from, res.Lines, bad.say())
+		}
+		if events > 0 {
+			return nil, fmt.Errorf("%s: %d warning or speculative-decoding line%s but no periodic stats line (\"Avg prompt throughput: …\" or \"Decode batch …\") in %d lines: is --disable-log-stats set?",
+				from, events, plural(events), res.Lines)
+		}
+		return nil, fmt.Errorf("%s: no vLLM stats lines (\"Avg prompt throughput: …\") nor SGLang scheduler lines (\"Decode batch …\") in %d lines: is --disable-log-stats set, or is this another log?", from, res.Lines)
 	}
-	res.Window = build(byEngine, model, from)
-	if res.Skipped > 0 {
-		res.Window.Notes = append(res.Window.Notes, fmt.Sprintf("%s: %d stats lines could not be read", from, res.Skipped))
+	if readings == 0 {
+		engine = eventsEngine(recs)
 	}
-	if res.StatsLines < 10 {
-		res.Window.Notes = append(res.Window.Notes, fmt.Sprintf("%s: only %d stats lines: a thin sample, so read the verdict with care", from, res.StatsLines))
+	res.Engine = engine
+	if model == "" {
+		model = res.Model
+	}
+	if model == "" {
+		model = engine
+	}
+	w, notes := build(recs, engine, model, from)
+	res.Window = w
+	if res.Joined > 0 {
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d stats line%s had been wrapped over several lines: joined", from, res.Joined, plural(res.Joined)))
+	}
+	if res.Headless > 0 {
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d stats line%s cut at the start (the head lost) read from the fields left", from, res.Headless, plural(res.Headless)))
+	}
+	if bad.n > 0 {
+		w.Notes = append(w.Notes, from+": "+bad.say())
+	}
+	w.Notes = append(w.Notes, notes...)
+	switch {
+	case readings == 0:
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: no stats line, only %d preemption or retraction warning%s: they say the KV cache ran out, and nothing of the batch or the queue", from, events, plural(events)))
+	case readings < ThinReadings:
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: only %d stats line%s: a few readings, not a window, so a verdict from them is tentative", from, readings, plural(readings)))
 	}
 	return res, nil
 }
 
-func num(s string) float64 {
-	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
-		return math.NaN()
+// eventsEngine is the engine whose warnings a log without stats lines holds.
+func eventsEngine(recs []record) string {
+	for _, r := range recs {
+		if r.kind == sglRetract {
+			return "sglang"
+		}
 	}
-	return x
+	return "vllm"
 }
 
-func parsePct(s string) float64 {
-	return num(strings.TrimSuffix(strings.TrimSpace(strings.TrimSuffix(s, ".")), "%")) / 100
+// ThinReadings is the fewest stats lines a log needs before its verdict is
+// more than tentative.
+const ThinReadings = 10
+
+// splitGlued cuts a line holding several vLLM stats records (a paste that
+// lost its newlines) into one line per record.
+func splitGlued(s string) []string {
+	idx := gluedHead.FindAllStringIndex(s, -1)
+	if len(idx) < 2 {
+		return []string{s}
+	}
+	var out []string
+	start := 0
+	for k := 1; k < len(idx); k++ {
+		seg := s[idx[k-1][1]:idx[k][0]]
+		cut := idx[k][0]
+		if m := gluedCut.FindAllStringIndex(seg, -1); len(m) > 0 {
+			cut = idx[k-1][1] + m[len(m)-1][0]
+		}
+		out = append(out, s[start:cut])
+		start = cut
+	}
+	return append(out, s[start:])
 }
 
-// build lays the engines' samples on one time axis: the logging rounds, each
-// at the time of its first line (engines log one after another in the same
-// round, so a round may straddle a second). Points are placed at their
-// lines' times, so a pause in the log (idle lines at DEBUG, a cut) stays a
-// pause and is noted.
-func build(byEngine map[string][]sample, model, from string) *window.Window {
-	w := window.New()
-	w.From = from
-	type line struct {
-		eng string
-		i   int
-	}
-	var all []line
-	for eng, ss := range byEngine {
-		for i := range ss {
-			all = append(all, line{eng, i})
+// sortOut decides which engine's lines the log holds (the one with more
+// readings when both appear) and drops the other's; it counts readings and
+// events.
+func sortOut(recs []record) (string, int, int) {
+	var v, s int
+	for _, r := range recs {
+		switch r.kind {
+		case vllmStats:
+			v++
+		case sglPrefill, sglDecode:
+			s++
 		}
 	}
-	sort.Slice(all, func(a, b int) bool {
-		ta, tb := byEngine[all[a].eng][all[a].i].t, byEngine[all[b].eng][all[b].i].t
-		if !ta.Equal(tb) {
-			return ta.Before(tb)
-		}
-		return all[a].eng < all[b].eng
-	})
-	// idx[engine][i] is the round of the engine's i-th line.
-	idx := map[string][]int{}
-	for eng, ss := range byEngine {
-		idx[eng] = make([]int, len(ss))
+	engine := "vllm"
+	if s > v {
+		engine = "sglang"
 	}
-	var times []time.Time
-	inRound := map[string]bool{}
-	for _, l := range all {
-		t := byEngine[l.eng][l.i].t
-		if len(times) == 0 || inRound[l.eng] || t.Sub(times[len(times)-1]) > time.Second {
-			times = append(times, t)
-			inRound = map[string]bool{}
-		}
-		inRound[l.eng] = true
-		idx[l.eng][l.i] = len(times) - 1
-	}
-	// Each line covers the logging interval before it (vLLM's default 10 s;
-	// the median spacing of the rounds when there are several): a pause
-	// longer than GapFactor of them is time no line covers.
-	interval := 10 * time.Second
-	if len(times) > 1 {
-		d := make([]time.Duration, len(times)-1)
-		for i := 1; i < len(times); i++ {
-			d[i-1] = times[i].Sub(times[i-1])
-		}
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		interval = d[len(d)/2]
-		if len(d)%2 == 0 {
-			interval = (d[len(d)/2-1] + d[len(d)/2]) / 2
+	readings, events := 0, 0
+	for _, r := range recs {
+		switch {
+		case r.kind == vllmStats && engine == "vllm", (r.kind == sglPrefill || r.kind == sglDecode) && engine == "sglang":
+			readings++
+		case r.kind == vllmPreempt || r.kind == specDecode || r.kind == sglRetract || r.kind == vllmPrefix:
+			events++
 		}
 	}
-	w.Start, w.End = times[0].Add(-interval), times[len(times)-1]
-	w.Points = len(times)
-	if len(times) > 1 {
-		w.Times = times
-		w.NoteGaps()
-	}
-	engines := make([]string, 0, len(byEngine))
-	for e := range byEngine {
-		engines = append(engines, e)
-	}
-	sort.Strings(engines)
-	for _, eng := range engines {
-		ss := byEngine[eng]
-		l := window.Labels{"model_name": model, "engine": eng}
-		points := func(f func(sample) float64) []float64 {
-			p := make([]float64, len(times))
-			for i := range p {
-				p[i] = math.NaN()
-			}
-			for i, s := range ss {
-				p[idx[eng][i]] = f(s)
-			}
-			return p
-		}
-		add := func(name string, p []float64) {
-			w.Gauges[name] = append(w.Gauges[name], window.Gauge{Labels: l, Points: p})
-		}
-		add(vllm.Name(engine.Running), points(func(s sample) float64 { return s.running }))
-		add(vllm.Name(engine.Waiting), points(func(s sample) float64 { return s.waiting }))
-		add(vllm.Name(engine.KVUsage), points(func(s sample) float64 { return s.kv }))
-		// The log's hit rate is over the last 1000 requests: a gauge, as V0 had.
-		add(vllm.Name(engine.PrefixHitGauge), points(func(s sample) float64 { return s.hit }))
-		var prompt, gen, pre float64
-		sawPre := false
-		prev := w.Start
-		for _, s := range ss {
-			// After a pause the line's average covers its own interval,
-			// not the pause: idle rounds are logged at DEBUG.
-			dt := s.t.Sub(prev)
-			if dt > window.GapFactor*interval {
-				dt = interval
-			}
-			prev = s.t
-			prompt += s.prompt * dt.Seconds()
-			gen += s.gen * dt.Seconds()
-			pre += s.preemptions
-			sawPre = sawPre || s.sawPreemptions
-		}
-		w.Counters[vllm.Name(engine.PromptTokens)] = append(w.Counters[vllm.Name(engine.PromptTokens)], window.Counter{Labels: l, Increase: prompt})
-		w.Counters[vllm.Name(engine.GenTokens)] = append(w.Counters[vllm.Name(engine.GenTokens)], window.Counter{Labels: l, Increase: gen})
-		// Without a single Preemptions field the count is unknown, not zero:
-		// older versions never print it.
-		if sawPre {
-			w.Counters[vllm.Name(engine.Preemptions)] = append(w.Counters[vllm.Name(engine.Preemptions)], window.Counter{Labels: l, Increase: pre})
-		}
-	}
-	return w
+	return engine, readings, events
 }
+
+// interval is a logging interval: the median spacing of dated readings, or
+// the engine's default.
+func interval(times []time.Time, def time.Duration) time.Duration {
+	if len(times) < 2 {
+		return def
+	}
+	d := make([]time.Duration, 0, len(times)-1)
+	for i := 1; i < len(times); i++ {
+		if g := times[i].Sub(times[i-1]); g > 0 {
+			d = append(d, g)
+		}
+	}
+	if len(d) == 0 {
+		return def
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	if len(d)%2 == 0 {
+		return (d[len(d)/2-1] + d[len(d)/2]) / 2
+	}
+	return d[len(d)/2]
+}
+
+func nan() float64 { return math.NaN() }

@@ -72,7 +72,7 @@ func TestAggregatedEnginesAndBrokenLines(t *testing.T) {
 		t.Fatal("aggregated lines are engine all")
 	}
 	notes := strings.Join(r.Window.Notes, " | ")
-	if !strings.Contains(notes, "1 stats lines could not be read") || !strings.Contains(notes, "only 3 stats lines") {
+	if !strings.Contains(notes, "1 line looks like a stats line but could not be read (1 with a value that is not a number)") || !strings.Contains(notes, "only 3 stats lines") {
 		t.Fatalf("notes %q", notes)
 	}
 }
@@ -89,6 +89,13 @@ func FuzzRead(f *testing.F) {
 	f.Add(data)
 	v0, _ := os.ReadFile("testdata/v0-kv-full.log")
 	f.Add(v0[:600])
+	for _, seed := range []string{
+		"[2025-11-20 12:00:01 TP0] Decode batch, #running-req: 42, #token: 150112, token usage: 0.36, cuda graph: True, gen throughput (token/s): 3307.90, #queue-req: 6, \n[2025-11-20 12:00:02 TP0] KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: 0.4213 -> 0.7000\n",
+		"Processed prompts:   0%|  | 34/10000 [00:29<3:36:54]INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: 2706.1 tokens/s, Avg generation throughput: 13395.4 tokens/s, Running: 34 reqs, Swapped: 100 reqs, Pen\nding: 9832 reqs, GPU KV cache usage: 99.2%, CPU KV cache usage: 70.4%.\r\nWARNING 06-16 21:24:15 scheduler.py:1089] Sequence group 165 is preempted by PreemptionMode.SWAP mode. total_num_cumulative_preemption=151\n",
+		"INFO 02-03 09:15:27 loggers.py:72] SpecDecoding metrics: Mean acceptance length: 2.71, Accepted: 6124 tokens, Drafted: 10740 tokens, Per-position acceptance rate: 0.803, 0.552\n",
+	} {
+		f.Add([]byte(seed))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := Read(strings.NewReader(string(in)), "m", 2026, "fuzz")
 		if err != nil {
@@ -97,8 +104,24 @@ func FuzzRead(f *testing.F) {
 			}
 			return
 		}
-		if r.StatsLines+r.Skipped > r.Lines || r.Window.Points < 1 {
+		if r.Window.Points < 1 || r.StatsLines < 1 {
 			t.Fatalf("counts %+v", r)
+		}
+		for name, gs := range r.Window.Gauges {
+			for _, g := range gs {
+				for _, x := range g.Points {
+					if x < 0 || math.IsInf(x, 0) {
+						t.Fatalf("%s reads %v", name, x)
+					}
+				}
+			}
+		}
+		for name, cs := range r.Window.Counters {
+			for _, c := range cs {
+				if !(c.Increase >= 0) || math.IsInf(c.Increase, 0) {
+					t.Fatalf("%s increases by %v", name, c.Increase)
+				}
+			}
 		}
 	})
 }
@@ -177,4 +200,67 @@ func TestEnginesOfARoundShareAPoint(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The reader under any prefix, wrap width and noise between records: the
+// running and waiting counts it reads are the ones written.
+func FuzzReadMangled(f *testing.F) {
+	f.Add("(APIServer pid=1) ", uint8(80), "INFO:     10.0.0.1:5000 - \"GET /metrics HTTP/1.1\" 200 OK", true)
+	f.Add("vllm-1  | ", uint8(61), "", false)
+	f.Add("2025-03-17T15:38:20.123Z ", uint8(0), "Traceback (most recent call last):", true)
+	f.Add("\x1b[1;36m(APIServer pid=7)\x1b[0;0m ", uint8(33), "   ", false)
+	f.Fuzz(func(t *testing.T, prefix string, width uint8, noise string, sglang bool) {
+		if strings.ContainsAny(prefix+noise, "\r\n") || headOf(prefix+noise) >= 0 ||
+			lookalike.MatchString(prefix+noise) || strings.ContainsAny(prefix, "#,") {
+			return
+		}
+		t0 := time.Date(2025, 3, 17, 15, 0, 0, 0, time.UTC)
+		var b strings.Builder
+		var running, waiting []float64
+		for i := 0; i < 6; i++ {
+			ts := t0.Add(time.Duration(i) * 10 * time.Second)
+			run, wait := float64(10+i*7), float64(90-i*11)
+			running, waiting = append(running, run), append(waiting, wait)
+			var line string
+			if sglang {
+				line = fmt.Sprintf("[%s TP0] Decode batch, #running-req: %d, #token: 9000, token usage: 0.%02d, cuda graph: True, gen throughput (token/s): 900.00, #queue-req: %d",
+					ts.Format("2006-01-02 15:04:05"), int(run), 10+i, int(wait))
+			} else {
+				line = fmt.Sprintf("INFO %s [loggers.py:259] Engine 000: Avg prompt throughput: 23998.2 tokens/s, Avg generation throughput: 18.1 tokens/s, Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: 19.%d%%, Prefix cache hit rate: 0.0%%",
+					ts.Format("01-02 15:04:05"), int(run), int(wait), i)
+			}
+			line = prefix + line
+			if width >= 20 {
+				line = trimWrap(line, int(width))
+			}
+			b.WriteString(line + "\n")
+			if noise != "" {
+				b.WriteString(noise + "\n")
+			}
+		}
+		r, err := Read(strings.NewReader(b.String()), "m", 2025, "fuzz")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, b.String())
+		}
+		eng := "vllm"
+		if sglang {
+			eng = "sglang"
+		}
+		got := func(key string) []float64 { return r.Window.Gauges[name(eng, key)][0].Points }
+		if r.StatsLines != 6 || !slicesEqual(got("running"), running) || !slicesEqual(got("waiting"), waiting) {
+			t.Fatalf("read %d lines, running %v waiting %v, want %v %v\n%s", r.StatsLines, got("running"), got("waiting"), running, waiting, b.String())
+		}
+	})
+}
+
+func slicesEqual(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -5,7 +5,10 @@
 // (python/sglang/srt/metrics/collector.py before v0.5.10) in sgl-project/sglang.
 package sglang
 
-import "github.com/llmdoctor/llmdoctor/collectors/engine"
+import (
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
 
 // names gives a family under both prefixes: the engine writes sglang:, the
 // model gateway rewrites every colon to an underscore.
@@ -87,7 +90,9 @@ var Engine = &engine.Engine{
 	Name:      "sglang",
 	Title:     "SGLang",
 	Catalogue: Catalogue,
-	Members:   []string{"instance", "dp_rank"},
+	// SGLang retracts requests under KV pressure; it never swaps them out.
+	NoSwap:  func(*window.Window) bool { return true },
+	Members: []string{"instance", "dp_rank"},
 	// With --enable-metrics-for-all-schedulers every tensor-parallel rank
 	// reports its scheduler's numbers: copies, not parts. Pipeline stages
 	// and expert-parallel ranks serve the same requests and token pool
@@ -160,6 +165,8 @@ var how = map[string]string{
 	"service.prompt_tps":          "sglang:prompt_tokens_total over a window",
 	"service.generation_tps":      "sglang:generation_tokens_total over a window",
 	"service.preemptions":         "sglang:num_retracted_requests_total (SGLang v0.5.7+)",
+	"service.swapped":             "SGLang does not swap requests to CPU memory: it retracts them (service.preemptions)",
+	"resource.cpu_kv_usage":       "SGLang does not swap requests to CPU memory: it retracts them (service.preemptions)",
 	"service.running":             "sglang:num_running_reqs: " + enable,
 	"service.waiting":             "sglang:num_queue_reqs: " + enable,
 	"service.iteration_tokens":    "SGLang exports no tokens-per-step histogram (its realtime_tokens_total counts tokens by mode)",

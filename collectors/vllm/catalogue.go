@@ -2,7 +2,10 @@
 // how a vLLM user obtains each evidence field, and its flag for each knob.
 package vllm
 
-import "github.com/llmdoctor/llmdoctor/collectors/engine"
+import (
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
 
 // Catalogue keys are the engine's canonical keys.
 const (
@@ -90,6 +93,10 @@ var Catalogue = []engine.Metric{
 		Obtain:  "vLLM from 2026-04 (after 0.16)"},
 	{Key: KVUsage, Names: []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, Kind: engine.Gauge, Unit: "ratio",
 		Meaning: "fraction of KV cache blocks in use (0..1)", Obtain: "vllm:kv_cache_usage_perc from 0.9.2; vllm:gpu_cache_usage_perc before 0.12"},
+	{Key: engine.Swapped, Names: []string{"vllm:num_requests_swapped"}, Kind: engine.Gauge, Unit: "requests",
+		Meaning: "requests swapped out to CPU memory because KV blocks ran out (V0 engine)", Obtain: "V0 engine only (removed with it); its stats log line says Swapped"},
+	{Key: engine.CPUKVUsage, Names: []string{"vllm:cpu_cache_usage_perc"}, Kind: engine.Gauge, Unit: "ratio",
+		Meaning: "fraction of CPU swap-space KV blocks in use (V0 engine)", Obtain: "V0 engine only; its stats log line says CPU KV cache usage"},
 	{Key: CacheConfig, Names: []string{"vllm:cache_config_info"}, Kind: engine.Info, Unit: "",
 		Meaning: "cache configuration in labels: block_size, num_gpu_blocks, enable_prefix_caching, gpu_memory_utilization",
 		Obtain:  "exported by vLLM 0.7.3+ at engine start"},
@@ -102,11 +109,30 @@ var Engine = &engine.Engine{
 	Catalogue:   Catalogue,
 	Members:     []string{"instance", "engine"},
 	ReasonLabel: "finished_reason",
+	NoSwap:      v1,
 	How:         how,
 	Knobs:       knobs,
 }
 
 func init() { engine.Register(Engine) }
+
+// v1 reports whether a window is of vLLM's V1 engine, which has no swap
+// space: its series carry the engine label (0.8.3+), or it exposes a name
+// V0 never had. A window without either may be V0's, whose swapped count
+// is then unknown when it is missing.
+func v1(w *window.Window) bool {
+	for _, n := range []string{"vllm:kv_cache_usage_perc", "vllm:request_prefill_time_seconds", "vllm:inter_token_latency_seconds"} {
+		if len(w.Gauges[n]) > 0 || len(w.Histograms[n]) > 0 {
+			return true
+		}
+	}
+	for _, g := range w.Gauges["vllm:num_requests_running"] {
+		if _, ok := g.Labels["engine"]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // knobs are vLLM's flags for the knobs next steps name. A value is a flag,
 // or flags with the value a step needs; never parenthesised, as steps often
@@ -138,6 +164,8 @@ var how = map[string]string{
 	"cond.stage_metrics":          "scrape vLLM's /metrics or query Prometheus",
 	"cond.tpot_tracked":           "vllm:inter_token_latency_seconds (vllm:time_per_output_token_seconds before 0.11) or vllm:request_time_per_output_token_seconds (0.11+)",
 	"resource.kv_usage":           "vllm:kv_cache_usage_perc (≥ 0.9.2) or vllm:gpu_cache_usage_perc (older)",
+	"resource.cpu_kv_usage":       "vllm:cpu_cache_usage_perc, or CPU KV cache usage in the stats log: the V0 engine only; V1 engines have no swap space and preempt instead (service.preemptions)",
+	"service.swapped":             "vllm:num_requests_swapped, or Swapped in the stats log: the V0 engine only; V1 engines have no swap space and preempt instead (service.preemptions)",
 	"resource.prefix_hit_rate":    "vllm:prefix_cache_hits_total and vllm:prefix_cache_queries_total (or the gpu_prefix_cache_* names before 0.12)",
 	"resource.prefix_queries":     "vllm:prefix_cache_queries_total",
 	"service.aborts":              "vllm:request_success_total{finished_reason=\"abort\"}",

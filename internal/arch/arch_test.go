@@ -36,11 +36,11 @@ var allowed = map[string][]string{
 	"collectors/scrape": {"collectors/engine", "collectors/window", "internal/"},
 	"collectors/prom":   {"collectors/engine", "collectors/window", "internal/"},
 	// Engines and exporters register catalogues.
-	"collectors/vllm":   {"collectors/engine"},
-	"collectors/sglang": {"collectors/engine"},
+	"collectors/vllm":   {"collectors/engine", "collectors/window"},
+	"collectors/sglang": {"collectors/engine", "collectors/window"},
 	"collectors/dcgm":   {"collectors/engine", "collectors/window", "evidence"},
 	// vLLM's own log format, read into vLLM's names.
-	"collectors/logs":     {"collectors/engine", "collectors/vllm", "collectors/window"},
+	"collectors/logs":     {"collectors/engine", "collectors/vllm", "collectors/sglang", "collectors/window"},
 	"collectors/requests": {"evidence"},
 	"internal/sim":        {},
 	"internal/promtest":   {"internal/sim"},

@@ -117,9 +117,9 @@ func (s *Server) indexEntries() []report.IndexEntry {
 // verdictRank orders verdicts for the index, the most severe first.
 func verdictRank(v watchVerdict) int {
 	switch {
-	case v.Status == "found" && v.Severity == "critical":
+	case (v.Status == "found" || v.Status == "tentative") && v.Severity == "critical":
 		return 0
-	case v.Status == "found":
+	case v.Status == "found" || v.Status == "tentative":
 		return 1
 	case v.Status == "inconclusive", v.Status == "suppressed":
 		return 2

@@ -311,7 +311,7 @@ func watchObserve(d *advisor.Diagnosis, msgs []report.SlackMessage) []watchObser
 // capped for a small share).
 func watchVerdictOf(t advisor.TargetReport) watchVerdict {
 	v := watchVerdict{Bottleneck: t.Primary.Bottleneck, Status: t.Primary.Status}
-	if v.Status != "found" {
+	if !t.Primary.Found() {
 		return v
 	}
 	rank := map[string]int{"warning": 1, "critical": 2}
@@ -587,6 +587,14 @@ func verdictLabel(v watchVerdict) string {
 			return "✗ CRITICAL: " + v.Bottleneck
 		}
 		return "! WARNING: " + v.Bottleneck
+	case "tentative":
+		if v.Bottleneck == "none" {
+			return "✓ HEALTHY (tentative)"
+		}
+		if v.Severity == "critical" {
+			return "✗ CRITICAL (tentative): " + v.Bottleneck
+		}
+		return "! WARNING (tentative): " + v.Bottleneck
 	case "healthy":
 		return "✓ HEALTHY"
 	case "inconclusive":

@@ -16,8 +16,8 @@ import (
 
 // Offline runs a scenario in virtual time, warm-up then window, and writes
 // what a real deployment would have produced: a timestamped OpenMetrics file
-// (for promtool tsdb create-blocks-from openmetrics), vLLM's periodic stats
-// log, and the requests of the window as `vllm bench serve` result JSON.
+// (for promtool tsdb create-blocks-from openmetrics), the engine's periodic
+// log (vLLM's stats lines, or SGLang's scheduler lines), and the requests of the window as `vllm bench serve` result JSON.
 // Writers left nil are skipped.
 type Offline struct {
 	OpenMetrics io.Writer
@@ -125,7 +125,7 @@ func (o Offline) Run(sc *Scenario) error {
 		if t >= nextLog-1e-9 {
 			cur := e.logSample()
 			if t > warm {
-				writeStatsLine(log, epoch, t, last, cur, logEvery.Seconds())
+				writeLogLines(log, sc.Exposes, epoch, t, last, cur, logEvery.Seconds())
 			}
 			last = cur
 			nextLog += logEvery.Seconds()
@@ -192,13 +192,49 @@ func labelKey(m *dto.Metric) string {
 
 type logSample struct {
 	prompt, gen, preempt float64
+	queried, cached      float64
 	running, waiting     int
-	kv, hitRate          float64
+	// capacity is the tokens the KV cache holds.
+	capacity    float64
+	kv, hitRate float64
 }
 
 func (e *Engine) logSample() logSample {
 	return logSample{prompt: e.m.promptTokens, gen: e.m.genTokens, preempt: e.m.preemptions,
+		queried: e.m.prefixQueries, cached: e.m.prefixHits, capacity: float64(e.totalBlocks * e.sc.Engine.BlockSize),
 		running: len(e.running), waiting: len(e.waiting), kv: e.KVUsage(), hitRate: e.m.recentHitRate()}
+}
+
+// writeLogLines prints the engine's periodic log for one interval: vLLM's
+// stats line, or SGLang's scheduler lines.
+func writeLogLines(w io.Writer, exposes string, epoch time.Time, t float64, prev, cur logSample, interval float64) {
+	if exposes == "sglang" {
+		writeSGLangLines(w, epoch, t, prev, cur, interval)
+		return
+	}
+	writeStatsLine(w, epoch, t, prev, cur, interval)
+}
+
+// writeSGLangLines prints what SGLang's scheduler logs
+// (python/sglang/srt/managers/scheduler_metrics_mixin.py, v0.5.x): the
+// interval's prefill batches as one "Prefill batch" line with their new and
+// cached tokens, then a "Decode batch" line with the state and the
+// generation throughput since the last one, and a retraction warning when
+// requests were preempted.
+func writeSGLangLines(w io.Writer, epoch time.Time, t float64, prev, cur logSample, interval float64) {
+	ts := epoch.Add(time.Duration(t * float64(time.Second))).Format("2006-01-02 15:04:05")
+	if p := cur.preempt - prev.preempt; p > 0 {
+		fmt.Fprintf(w, "[%s TP0] KV cache pool is full. Retract requests. #retracted_reqs: %d, #new_token_ratio: 0.7000 -> 0.9000\n", ts, int(p))
+	}
+	if q := cur.queried - prev.queried; q > 0 {
+		cached := cur.cached - prev.cached
+		fmt.Fprintf(w, "[%s TP0] Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "+
+			"#running-req: %d, #queue-req: %d, input throughput (token/s): %.2f\n",
+			ts, max(1, cur.running-prev.running), int(q-cached), int(cached), cur.kv, cur.running, cur.waiting, (q-cached)/interval)
+	}
+	fmt.Fprintf(w, "[%s TP0] Decode batch, #running-req: %d, #token: %d, token usage: %.2f, cuda graph: True, "+
+		"gen throughput (token/s): %.2f, #queue-req: %d\n",
+		ts, cur.running, int(cur.kv*cur.capacity), cur.kv, (cur.gen-prev.gen)/interval, cur.waiting)
 }
 
 // writeStatsLine prints vLLM V1's periodic stats line (vllm/v1/metrics/loggers.py).
