@@ -560,8 +560,8 @@ func primary(fs []Finding, unchecked []string, bounded []Bounded) Primary {
 		for _, f := range fs {
 			if f.Bottleneck == "none" && f.ExplainedBy == "" {
 				return Primary{Bottleneck: "none", Rule: f.Rule, Status: "tentative", Unchecked: unchecked, Bounded: bounded,
-					Summary: f.Title + ", in what could be read; " + fmt.Sprintf("%d deciding check%s could not run (%s)",
-						len(unchecked), plural(len(unchecked)), strings.Join(unchecked, ", ")),
+					Summary: f.Title + fmt.Sprintf(", in what could be read (%d deciding check%s could not run)",
+						len(unchecked), plural(len(unchecked))),
 					Confirm: ConfirmChecks}
 			}
 		}

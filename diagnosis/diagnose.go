@@ -143,7 +143,8 @@ func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs
 	if secs := w.Seconds(); !math.IsNaN(secs) {
 		win.Seconds = secs
 	}
-	if w.Points == 2 && len(w.Gauges) > 0 {
+	// Two snapshots (a log has its own note on how few its lines are).
+	if w.Points == 2 && len(w.Gauges) > 0 && len(w.Histograms) > 0 {
 		notes = append(notes, "gauges (running, waiting, KV usage) were sampled only at the window's two ends, so bursts between them are invisible; scrape the server live or query Prometheus for a sampled window")
 	}
 	if w.Cumulative {

@@ -218,13 +218,13 @@ func (s Sources) readLog(notify func(Progress)) (*window.Window, []advisor.Sourc
 		return nil, nil, &ReadError{Kind: KindLog, Name: s.Log.Path, Opening: true, Err: err}
 	}
 	defer f.Close()
-	model := s.Log.Model
-	if model == "" {
-		model = DefaultLogModel
-	}
 	notify(Progress{Stage: StageRead, Message: "reading log " + name})
-	// A log line carries no year: the current one is assumed.
-	res, err := logs.Read(f, model, time.Now().Year(), name)
+	// A vLLM log line carries no year: the current one unless told.
+	year := s.Log.Year
+	if year == 0 {
+		year = time.Now().Year()
+	}
+	res, err := logs.Read(f, s.Log.Model, year, name)
 	if err != nil {
 		return nil, nil, &ReadError{Kind: KindLog, Name: name, Err: err}
 	}

@@ -88,12 +88,13 @@ type ScrapeSource struct {
 // LogSource is a server log file ("-": Sources.Stdin).
 type LogSource struct {
 	Path string
-	// Model names the target: logs do not say which model they serve.
+	// Model names the target; empty: what the log's start-up lines say,
+	// else the engine's name and "(from log)".
 	Model string
+	// Year places the log's month-day timestamps (vLLM's carry no year);
+	// zero: the current year.
+	Year int
 }
-
-// DefaultLogModel names a log's target when LogSource.Model is empty.
-const DefaultLogModel = "vllm (from log)"
 
 // Progress reports what a run is doing, for a front end to show.
 type Progress struct {

@@ -99,7 +99,7 @@ var docs = map[string]node{
 	"service.running":                {"requests", "requests in the running batch", "the engine's running-requests gauge"},
 	"service.waiting":                {"requests", "requests waiting to be scheduled (for capacity, when vLLM says why)", "the engine's waiting-requests gauge"},
 	"service.swapped":                {"requests", "requests swapped out to CPU memory because the KV cache ran out (vLLM V0)", "vLLM V0's swapped-requests gauge, or its stats log line (Swapped)"},
-	"service.stream_tps":             {"tokens/s", "tokens generated per second per running request: the decode speed one stream sees (generation throughput ÷ mean running)", "the engine's generated-tokens counter and running gauge, or its periodic stats log"},
+	"service.stream_tps":             {"tokens/s", "tokens generated per second per running request: the decode speed one stream sees (generation throughput ÷ mean running), where no histogram times the tokens", "the engine's periodic stats log, or its generated-tokens counter and running gauge on a server without an inter-token latency histogram"},
 	"service.instances":              {"count", "instances (replicas) serving the target", "scrape several replicas, or query Prometheus (instance label)"},
 	"service.ttft_p99_outlier_ratio": {"multiple", "the largest TTFT p99 of one instance divided by the median of the other instances'", "two or more instances of the same model"},
 	"service.waiting_outlier_ratio":  {"multiple", "the largest mean waiting queue of one instance, plus one, over the median of the others', plus one", "two or more instances of the same model"},

@@ -401,7 +401,7 @@ func (p *printer) target(t advisor.TargetReport) {
 	if line := suppressedLine(t, p.details); line != "" {
 		p.wrap("  ", p.st.warn.Render("! ")+line)
 	}
-	if pr.Found() && pr.Bottleneck != "none" && len(pr.Unchecked) > 0 {
+	if pr.Found() && len(pr.Unchecked) > 0 {
 		see := "see Could not check"
 		if !p.details {
 			see = "--details says what each needs"

@@ -134,7 +134,16 @@ func writeAccuracyReport(path string) error {
 	if err != nil {
 		return &exitError{2, err.Error()}
 	}
-	return os.WriteFile(path, []byte(AccuracyReport(cs, held, sg, builtin)), 0o644)
+	dir, err := realCasesDir()
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	cases, err := LoadRealCases(dir)
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	real := RunRealCases(set, cfg, cases)
+	return os.WriteFile(path, []byte(AccuracyReport(cs, held, sg, builtin)+"\n"+RealCasesSection(real)), 0o644)
 }
 
 // BuiltinTruth is a built-in scenario's ground truth beside what it expects.

@@ -76,7 +76,15 @@ func TestAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(filepath.Join("..", "..", "docs", "accuracy.md"))
-	if string(got) != AccuracyReport(cs, held, sg, builtin) {
+	dir, err := realCasesDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := LoadRealCases(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != AccuracyReport(cs, held, sg, builtin)+"\n"+RealCasesSection(RunRealCases(set, cfg, cases)) {
 		t.Error("docs/accuracy.md is stale: run go run ./cmd/llmdoctor demo --accuracy docs/accuracy.md")
 	}
 }

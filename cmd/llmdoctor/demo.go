@@ -119,7 +119,11 @@ func writeScenarioTable(path string) error {
 	if err != nil {
 		return &exitError{2, err.Error()}
 	}
-	return os.WriteFile(path, []byte(ScenarioTable(rs)), 0o644)
+	logs, err := RunScenarioLogs(set, cfg)
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	return os.WriteFile(path, []byte(ScenarioTable(rs)+LogTable(rs, logs)), 0o644)
 }
 
 func listScenarios(w io.Writer) error {

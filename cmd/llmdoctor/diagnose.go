@@ -106,7 +106,7 @@ func (o *diagnoseOpts) addSourceFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file (- for stdin), oldest first; repeatable")
 	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
 	f.StringVar(&o.logFile, "log", "", "vLLM server log to read stats lines from (- for stdin)")
-	f.StringVar(&o.logModel, "log-model", diagnosis.DefaultLogModel, "model name for a --log target (logs do not say)")
+	f.StringVar(&o.logModel, "log-model", "", "model name for a --log target (default: what the log's start-up lines say, else the engine's name)")
 	f.StringArrayVar(&o.benchFiles, "bench", nil, "vllm bench serve result JSON (--save-result, ideally --save-detailed; - for stdin); repeatable")
 	f.StringArrayVar(&o.requestFiles, "requests", nil, "per-request JSONL or CSV (docs/requests.md; - for stdin); repeatable")
 	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")

@@ -220,6 +220,7 @@ func TestLogVerdicts(t *testing.T) {
 		{"v1-kv-full-short.log", []string{"kv-capacity"}},
 		{"v1-prefill-queue.log", []string{"queueing", "prefill"}},
 		{"v0-prefill-queue.log", []string{"queueing", "prefill"}},
+		{"v0-swap-preempt.log", []string{"kv-capacity"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			t.Parallel()
@@ -231,12 +232,19 @@ func TestLogVerdicts(t *testing.T) {
 				Notes   []string
 				Targets []struct {
 					Primary struct{ Bottleneck, Rule, Status string }
+					Next    []struct{ Do string }
 				}
 			}
 			json.Unmarshal([]byte(out), &d)
 			got := d.Targets[0].Primary.Bottleneck
 			if !contains(c.want, got) {
 				t.Fatalf("verdict %s (%s), want one of %v", got, d.Targets[0].Primary.Rule, c.want)
+			}
+			// KV pressure is never read as a batch cap.
+			for _, s := range d.Targets[0].Next {
+				if got == "kv-capacity" && strings.Contains(s.Do, "raise --max-num-seqs") {
+					t.Errorf("a KV-capacity verdict with the step %q", s.Do)
+				}
 			}
 			if strings.Contains(c.file, "short") && !strings.Contains(strings.Join(d.Notes, " "), "only 3 stats lines") {
 				t.Fatalf("a three-line log must say its evidence is thin: %v", d.Notes)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
@@ -88,6 +90,80 @@ func ScenarioTable(rs []ScenarioResult) string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s on %d× %s; %s | `%s` | %s `%s` | %s | %s |\n", sc.Name, sc.Model, sc.TP, sc.GPU,
 			oneLineText(sc.Description), want, mark, p.Bottleneck, rule, strings.Join(others, ", "))
+	}
+	return b.String()
+}
+
+// LogVerdicts are a scenario's verdicts from the engine's log alone: the
+// simulator writes vLLM's stats lines and SGLang's scheduler lines over the
+// same window, and each is diagnosed as diagnose --log does.
+type LogVerdicts struct {
+	Scenario       string
+	VLLM, SGLang   advisor.Primary
+	VLLMErr, SGErr string
+}
+
+// RunScenarioLogs diagnoses every built-in scenario from its logs.
+func RunScenarioLogs(set *rules.Set, cfg *rules.Config) ([]LogVerdicts, error) {
+	all, err := sim.Scenarios()
+	if err != nil {
+		return nil, err
+	}
+	var out []LogVerdicts
+	for _, sc := range all {
+		lv := LogVerdicts{Scenario: sc.Name}
+		for _, eng := range sim.Exposures {
+			sc.Exposes = eng
+			var log bytes.Buffer
+			if err := (sim.Offline{Log: &log}).Run(sc); err != nil {
+				return nil, fmt.Errorf("%s: %w", sc.Name, err)
+			}
+			src := diagnosis.Sources{Log: &diagnosis.LogSource{Path: "-"}, Stdin: &log}
+			p, msg := advisor.Primary{Bottleneck: "unknown", Status: "inconclusive"}, ""
+			if d, err := diagnosis.Run(context.Background(), src, set, cfg, nil); err != nil {
+				msg = err.Error()
+			} else {
+				p = d.Targets[0].Primary
+			}
+			if eng == "sglang" {
+				lv.SGLang, lv.SGErr = p, msg
+			} else {
+				lv.VLLM, lv.VLLMErr = p, msg
+			}
+		}
+		out = append(out, lv)
+	}
+	return out, nil
+}
+
+// LogTable renders what each scenario's logs alone give, beside ScenarioTable.
+func LogTable(rs []ScenarioResult, logs []LogVerdicts) string {
+	var b strings.Builder
+	b.WriteString("\n## From the engine's log alone\n\n")
+	b.WriteString("The same windows as the engine's periodic log: vLLM's stats lines (`sim --log`) and SGLang's\n")
+	b.WriteString("scheduler lines (`sim --engine sglang --log`), each diagnosed as `diagnose --log` does. A log\n")
+	b.WriteString("holds running, waiting, KV usage, throughput and preemptions, but no latency histogram: it\n")
+	b.WriteString("cannot show time before the engine, the split of TTFT, stalls between tokens or GPU counters,\n")
+	b.WriteString("so where those decide, the verdict is inconclusive, or a tentative healthy where nothing in\n")
+	b.WriteString("the lines is wrong.\n\n")
+	b.WriteString("| scenario | from its metrics | from vLLM's log | from SGLang's log |\n|---|---|---|---|\n")
+	word := func(p advisor.Primary, err string) string {
+		switch {
+		case err != "":
+			return "refused"
+		case p.Status == "inconclusive":
+			return "inconclusive"
+		case p.Status == "tentative":
+			return "`" + p.Bottleneck + "` (tentative)"
+		}
+		return "`" + p.Bottleneck + "`"
+	}
+	for i, l := range logs {
+		metrics := "—"
+		if i < len(rs) {
+			metrics = "`" + rs[i].Primary().Bottleneck + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", l.Scenario, metrics, word(l.VLLM, l.VLLMErr), word(l.SGLang, l.SGErr))
 	}
 	return b.String()
 }

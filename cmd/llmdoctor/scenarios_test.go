@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/internal/sim"
 )
 
@@ -47,7 +48,29 @@ func TestScenarioSuite(t *testing.T) {
 			}
 		}
 	}
-	want := ScenarioTable(rs)
+	logs, err := RunScenarioLogs(set, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From its log alone, a scenario gets its metrics' verdict (or a
+	// tentative one of it), or none it cannot see: inconclusive, or a
+	// tentative healthy where what decides lies outside what a log holds
+	// (time before the engine, the TTFT split, stalls, GPU counters).
+	unseen := []string{"cpu-overhead", "memory-bandwidth", "prefill-interference", "prefill"}
+	for i, l := range logs {
+		want := rs[i].Primary().Bottleneck
+		for _, p := range []advisor.Primary{l.VLLM, l.SGLang} {
+			switch {
+			case l.VLLMErr != "" || l.SGErr != "":
+				t.Errorf("%s: its log was refused: %s%s", l.Scenario, l.VLLMErr, l.SGErr)
+			case p.Status == "inconclusive", p.Bottleneck == want:
+			case p.Status == "tentative" && p.Bottleneck == "none" && contains(unseen, want):
+			default:
+				t.Errorf("%s: its log gives %s %s, its metrics %s", l.Scenario, p.Status, p.Bottleneck, want)
+			}
+		}
+	}
+	want := ScenarioTable(rs) + LogTable(rs, logs)
 	got, _ := os.ReadFile(filepath.Join("..", "..", "docs", "scenarios.md"))
 	if string(got) != want {
 		t.Error("docs/scenarios.md is stale: run go run ./cmd/llmdoctor demo --table docs/scenarios.md")

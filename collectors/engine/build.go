@@ -294,7 +294,10 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 		v.Resource.CPUKVUsage = evidence.Summarise(make([]float64, int(v.Service.Running.Samples)))
 		b.e.Cite("resource.cpu_kv_usage", evidence.Source{Metric: "derived", From: w.From, Note: eng.Title + " has no swap space"})
 	}
-	if g, r := v.Service.GenerationTPS, v.Service.Running.Mean; evidence.Present(g) && evidence.Present(r) && r > 0 {
+	// Each stream's speed is the decode witness where no histogram times the
+	// tokens (a log, a server without one): where one does, it is the
+	// measure, and a cruder second one would only blur it.
+	if g, r := v.Service.GenerationTPS, v.Service.Running.Mean; !hasT && !hasI && evidence.Present(g) && evidence.Present(r) && r > 0 {
 		v.Service.StreamTPS = g / r
 		b.e.Cite("service.stream_tps", evidence.Source{Metric: "derived", From: w.From, Note: "generation throughput ÷ mean running requests"})
 	}

@@ -240,13 +240,29 @@ func buildEvents(events []record, eng, model, from string, def time.Duration) *w
 	}
 	sort.Strings(engines)
 	for _, e := range engines {
+		l := window.Labels{"model_name": model, "engine": e}
 		if pre, ok := preemptions(nil, byEngine[e], e, true); ok {
 			if n := name(eng, engine.Preemptions); n != "" {
-				l := window.Labels{"model_name": model, "engine": e}
 				w.Counters[n] = append(w.Counters[n], window.Counter{Labels: l, Increase: pre})
 			}
 		}
+		// Each warning says the KV cache had no room at its moment ("KV
+		// cache pool is full", "not enough KV cache space"): that is the
+		// only usage reading such a log holds.
+		p := make([]float64, len(times))
+		for i := range p {
+			p[i] = math.NaN()
+		}
+		for _, r := range byEngine[e] {
+			if r.sawPreemptions {
+				p[sort.Search(len(times), func(i int) bool { return !times[i].Before(r.t) })] = 1
+			}
+		}
+		if n := name(eng, engine.KVUsage); n != "" {
+			w.Gauges[n] = append(w.Gauges[n], window.Gauge{Labels: l, Points: p})
+		}
 	}
+	w.Notes = append(w.Notes, fmt.Sprintf("%s: each preemption or retraction warning says the KV cache was full at its moment: read as KV cache usage 100%% there", from))
 	return w
 }
 

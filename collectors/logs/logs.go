@@ -11,7 +11,6 @@ package logs
 import (
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -121,7 +120,7 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 		wrapped := false
 		if headOf(line) < 0 {
 			if line, wrapped = p.joinHead(line); !wrapped {
-				if rec, ok := headless(line, year); ok {
+				if rec, ok := headless(line); ok {
 					recs = append(recs, rec)
 					res.Headless++
 					continue
@@ -144,10 +143,20 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 				break
 			}
 			nx, ok := p.peek()
-			// A record read whole still takes a next line that starts
-			// with a field separator: a wrap fell between two fields.
-			if !ok || !continuation(nx) || held && why == "" && !strings.HasPrefix(strings.TrimLeft(nx, " \t"), ",") {
+			if !ok || !continuation(nx) {
 				break
+			}
+			whole := held && why == ""
+			if whole {
+				// A record read whole still takes a next line that starts
+				// with a field separator, if it reads whole with it: a
+				// wrap fell between two fields.
+				if !strings.HasPrefix(strings.TrimLeft(nx, " \t"), ",") {
+					break
+				}
+				if _, h, w := parse(text+strings.TrimLeft(nx, " \t"), year); !h || w != "" {
+					break
+				}
 			}
 			p.next()
 			text += strings.TrimLeft(nx, " \t")
@@ -201,12 +210,17 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 		model = res.Model
 	}
 	if model == "" {
-		model = engine
+		model = engine + " (from log)"
 	}
 	w, notes := build(recs, engine, model, from)
 	res.Window = w
 	if res.Joined > 0 {
 		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d stats line%s had been wrapped over several lines: joined", from, res.Joined, plural(res.Joined)))
+	}
+	if res.Model != "" || res.Version != "" {
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: the start-up lines say%s%s", from,
+			map[bool]string{true: " model " + res.Model, false: ""}[res.Model != ""],
+			map[bool]string{true: " version " + res.Version, false: ""}[res.Version != ""]))
 	}
 	if res.Headless > 0 {
 		w.Notes = append(w.Notes, fmt.Sprintf("%s: %d stats line%s cut at the start (the head lost) read from the fields left", from, res.Headless, plural(res.Headless)))
@@ -309,5 +323,3 @@ func interval(times []time.Time, def time.Duration) time.Duration {
 	}
 	return d[len(d)/2]
 }
-
-func nan() float64 { return math.NaN() }

@@ -104,7 +104,7 @@ func FuzzRead(f *testing.F) {
 			}
 			return
 		}
-		if r.Window.Points < 1 || r.StatsLines < 1 {
+		if r.Window.Points < 1 || r.StatsLines+r.Events < 1 {
 			t.Fatalf("counts %+v", r)
 		}
 		for name, gs := range r.Window.Gauges {

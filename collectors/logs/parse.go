@@ -311,7 +311,7 @@ func parse(s string, year int) (record, bool, string) {
 // began mid-line): an SGLang decode line still holding its generation
 // throughput and queue, whose first key may be the tail of its own
 // ("req: 229" for "#running-req: 229"). false when it is not one.
-func headless(s string, year int) (record, bool) {
+func headless(s string) (record, bool) {
 	sq := squeeze(s)
 	if !strings.Contains(sq, "genthroughput(token/s)") || !strings.Contains(sq, "queue-req") {
 		return record{}, false
