@@ -134,11 +134,7 @@ func writeAccuracyReport(path string) error {
 	if err != nil {
 		return &exitError{2, err.Error()}
 	}
-	dir, err := realCasesDir()
-	if err != nil {
-		return &exitError{2, err.Error()}
-	}
-	cases, err := LoadRealCases(dir)
+	cases, err := TreeRealCases()
 	if err != nil {
 		return &exitError{2, err.Error()}
 	}

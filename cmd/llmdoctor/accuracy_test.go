@@ -76,11 +76,7 @@ func TestAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(filepath.Join("..", "..", "docs", "accuracy.md"))
-	dir, err := realCasesDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, err := LoadRealCases(dir)
+	cases, err := TreeRealCases()
 	if err != nil {
 		t.Fatal(err)
 	}

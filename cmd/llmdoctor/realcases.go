@@ -137,6 +137,16 @@ func (c RealCase) check() error {
 	return nil
 }
 
+// TreeRealCases reads the real cases of the source tree the working
+// directory is in.
+func TreeRealCases() ([]RealCase, error) {
+	dir, err := realCasesDir()
+	if err != nil {
+		return nil, err
+	}
+	return LoadRealCases(dir)
+}
+
 // RunRealCases diagnoses every case as diagnose --log or --snapshot does,
 // the log's year taken from the post.
 func RunRealCases(set *rules.Set, cfg *rules.Config, cases []RealCase) []RealResult {

@@ -17,11 +17,7 @@ func TestRealCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := realCasesDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, err := LoadRealCases(dir)
+	cases, err := TreeRealCases()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,9 @@ package logs
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -138,12 +140,7 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 		w.Times = times
 		w.NoteGaps()
 	}
-	engines := make([]string, 0, len(readings))
-	for e := range readings {
-		engines = append(engines, e)
-	}
-	sort.Strings(engines)
-	for _, e := range engines {
+	for _, e := range slices.Sorted(maps.Keys(readings)) {
 		rs := readings[e]
 		l := window.Labels{"model_name": model, "engine": e}
 		points := func(f func(record) float64) []float64 {
@@ -234,12 +231,7 @@ func buildEvents(events []record, eng, model, from string, def time.Duration) *w
 	if len(times) > 1 {
 		w.Times = times
 	}
-	engines := make([]string, 0, len(byEngine))
-	for e := range byEngine {
-		engines = append(engines, e)
-	}
-	sort.Strings(engines)
-	for _, e := range engines {
+	for _, e := range slices.Sorted(maps.Keys(byEngine)) {
 		l := window.Labels{"model_name": model, "engine": e}
 		if pre, ok := preemptions(nil, byEngine[e], e, true); ok {
 			if n := name(eng, engine.Preemptions); n != "" {

@@ -34,11 +34,33 @@ var recordStart = regexp.MustCompile(`^\s*(?:` +
 	`\d+%\|` + // tqdm bar
 	`)`)
 
-// heads are the phrases that make a line a record worth reading, written
-// without spaces: a wrap may fall inside them and lose its space.
-var heads = []string{"avgpromptthroughput", "prefillbatch", "prefilbatch", "decodebatch", "ispreemptedby",
-	"specdecodingmetrics", "speculativemetrics", "decodeoutofmemory", "kvcachepoolisfull",
-	"prefixcachehitrate:gpu:"}
+// headTable lists the phrases that make a line a record worth reading, and
+// the record each starts.
+var headTable = []struct {
+	phrase string
+	kind   kind
+}{
+	{"Avg prompt throughput", vllmStats},
+	{"Prefill batch", sglPrefill},
+	{"Prefil batch", sglPrefill}, // SGLang v0.1.17 spelled it so
+	{"Decode batch", sglDecode},
+	{"is preempted by", vllmPreempt},
+	{"SpecDecoding metrics", specDecode},
+	{"Speculative metrics", specDecode},
+	{"Decode out of memory", sglRetract},
+	{"KV cache pool is full", sglRetract},
+	{"Prefix cache hit rate: GPU:", vllmPrefix},
+}
+
+// heads are headTable's phrases written without spaces: a wrap may fall
+// inside one and lose its space.
+var heads = func() []string {
+	out := make([]string, len(headTable))
+	for i, h := range headTable {
+		out[i] = squeeze(h.phrase)
+	}
+	return out
+}()
 
 // lookalike marks a line that looks like an engine stats line, read or not.
 var lookalike = regexp.MustCompile(`(?i)avg\s*prompt|avg\s*generation|generation\s*throughput|` +

@@ -212,35 +212,17 @@ func parse(s string, year int) (record, bool, string) {
 	if h < 0 {
 		return record{}, false, ""
 	}
-	var r record
-	var at int
-	switch heads[h] {
-	case "avgpromptthroughput":
-		r, at = newRecord(vllmStats), headIndex(s, "Avg prompt throughput")
-	case "prefixcachehitrate:gpu:":
-		r, at = newRecord(vllmPrefix), headIndex(s, "Prefix cache hit rate")
-	case "ispreemptedby":
-		r, at = newRecord(vllmPreempt), headIndex(s, "is preempted by")
+	hd := headTable[h]
+	r, at := newRecord(hd.kind), headIndex(s, hd.phrase)
+	switch hd.kind {
+	case vllmPreempt:
 		// The warning starts "Sequence group X": the stamp is before that.
 		if i := strings.LastIndex(s[:max(at, 0)], "Sequence"); i >= 0 {
 			at = i
 		}
-	case "specdecodingmetrics":
-		r, at = newRecord(specDecode), headIndex(s, "SpecDecoding metrics")
-	case "speculativemetrics":
-		r, at = newRecord(specDecode), headIndex(s, "Speculative metrics")
-		r.cumulativeSpec = true
-	case "prefillbatch":
-		r, at = newRecord(sglPrefill), headIndex(s, "Prefill batch")
-	case "prefilbatch":
-		// SGLang v0.1.17 spelled it so.
-		r, at = newRecord(sglPrefill), headIndex(s, "Prefil batch")
-	case "decodebatch":
-		r, at = newRecord(sglDecode), headIndex(s, "Decode batch")
-	case "decodeoutofmemory":
-		r, at = newRecord(sglRetract), headIndex(s, "Decode out of memory")
-	case "kvcachepoolisfull":
-		r, at = newRecord(sglRetract), headIndex(s, "KV cache pool is full")
+	case specDecode:
+		// V0's counts are since start; V1's per interval.
+		r.cumulativeSpec = hd.phrase == "Speculative metrics"
 	}
 	if at < 0 {
 		return record{}, true, whyCut
