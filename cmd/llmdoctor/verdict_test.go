@@ -25,6 +25,7 @@ type verdictJSON struct {
 			Rule, Severity, Stage, Capped string
 			ExplainedBy                   string `json:"explained_by"`
 			Impact                        *float64
+			Tentative                     bool
 		} `json:"findings"`
 		Next []struct{ Do string }
 		Gaps []struct {
@@ -189,7 +190,9 @@ func TestTTFTExcludingQueueIsNamed(t *testing.T) {
 
 // A one-second window holds one gauge sample (repeated at every step) and a
 // handful of requests: it is refused before any query, so nothing can fire
-// on it, let alone a critical finding.
+// on it, let alone a critical finding. One scrape is one reading: a gauge
+// rule fires on it only on what it plainly shows, and the verdict is then
+// tentative, never found.
 func TestOneSecondWindowFiresNothing(t *testing.T) {
 	t.Parallel()
 	fx := backfilledProm(t)
@@ -201,19 +204,24 @@ func TestOneSecondWindowFiresNothing(t *testing.T) {
 		}
 	}
 	// One scrape of a server whose batch is pinned and queue full: one
-	// gauge sample is a moment, so the gauge rules cannot judge it.
+	// gauge sample is a moment; hundreds waiting beside a batch of 32 with
+	// the cache at a few percent is plain, so the verdict is a tentative
+	// queueing, and the window rules that read the gauges cannot judge it.
 	one := verdictOf(t, "--vllm", serveScenario(t, "queue-bound", 1), "--duration", "0s")
 	for _, f := range one.Targets[0].Findings {
-		if f.Rule == "queue/batch-full" || f.Rule == "kv/saturated" {
-			t.Errorf("%s fired from one gauge sample", f.Rule)
+		if (f.Rule == "queue/batch-full" || f.Rule == "kv/saturated") && !f.Tentative {
+			t.Errorf("%s fired from one gauge sample, not tentatively", f.Rule)
 		}
+	}
+	if p := one.Targets[0].Primary; p.Status != "tentative" || p.Bottleneck != "queueing" {
+		t.Errorf("one scrape: verdict %s %s, want a tentative queueing", p.Status, p.Bottleneck)
 	}
 	gapped := false
 	for _, g := range one.Targets[0].Gaps {
-		gapped = gapped || g.Rule == "queue/batch-full"
+		gapped = gapped || g.Rule == "kv/full-waiting"
 	}
 	if !gapped {
-		t.Errorf("queue/batch-full is not named as lacking samples: %+v", one.Targets[0].Gaps)
+		t.Errorf("kv/full-waiting, which has no plain reading, is not named as lacking samples: %+v", one.Targets[0].Gaps)
 	}
 	// The same server over 15 minutes is queue-bound.
 	if full := verdictOf(t, "--prom", fx.url, "--window", "15m", "--end", end); full.Targets[0].Primary.Bottleneck != "queueing" {
