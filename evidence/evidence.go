@@ -143,14 +143,23 @@ type Service struct {
 	Swapped Series `expr:"swapped"`
 	// StreamTPS is tokens generated per second per running request: the
 	// decode speed one stream sees.
-	StreamTPS       float64 `expr:"stream_tps"`
+	StreamTPS float64 `expr:"stream_tps"`
+	// Progress is 1 when the engine computed or generated any token, 0
+	// when it did neither.
+	Progress        float64 `expr:"progress"`
 	IterationTokens Dist    `expr:"iteration_tokens"`
 }
 
 // Resource is the hardware and cache layer.
 type Resource struct {
-	KVUsage       Series  `expr:"kv_usage"`
-	CPUKVUsage    Series  `expr:"cpu_kv_usage"`
+	KVUsage    Series `expr:"kv_usage"`
+	CPUKVUsage Series `expr:"cpu_kv_usage"`
+	// KVPeak is the highest KV usage of any one engine or replica at any
+	// reading: the mean over them hides one full cache.
+	KVPeak float64 `expr:"kv_peak"`
+	// KVPerRequest is the share of its engine's KV cache one running
+	// request holds on average: what one more request of that size needs.
+	KVPerRequest  float64 `expr:"kv_per_request"`
 	PrefixHitRate float64 `expr:"prefix_hit_rate"`
 	PrefixQueries float64 `expr:"prefix_queries"`
 	// GPU evidence from DCGM, averaged over the target's GPUs.

@@ -278,11 +278,24 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 		b.e.Cite("service.swapped", evidence.Source{Metric: "derived", From: w.From, Note: eng.Title + " has no swap space: no request is ever swapped out"})
 	}
 	b.finished(secs)
-	if x, ok := b.counter(PromptTokens, "service.prompt_tps"); ok {
-		v.Service.PromptTPS = x / secs
+	pt, okP := b.counter(PromptTokens, "service.prompt_tps")
+	if okP {
+		v.Service.PromptTPS = pt / secs
 	}
-	if x, ok := b.counter(GenTokens, "service.generation_tps"); ok {
-		v.Service.GenerationTPS = x / secs
+	gt, okG := b.counter(GenTokens, "service.generation_tps")
+	if okG {
+		v.Service.GenerationTPS = gt / secs
+	}
+	// Whether the engine computed or generated anything at all: an engine
+	// that did neither while requests ran and waited is stuck, not capped.
+	switch {
+	case okP && pt > 0, okG && gt > 0:
+		v.Service.Progress = 1
+	case okP && okG:
+		v.Service.Progress = 0
+	}
+	if evidence.Present(v.Service.Progress) {
+		b.e.Cite("service.progress", evidence.Source{Metric: "derived", From: w.From, Note: "prompt or generated tokens counted"})
 	}
 	if x, ok := b.counter(Preemptions, "service.preemptions"); ok {
 		v.Service.Preemptions = x
@@ -290,6 +303,17 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 
 	v.Resource.KVUsage = b.series(KVUsage, "resource.kv_usage")
 	v.Resource.CPUKVUsage = b.series(CPUKVUsage, "resource.cpu_kv_usage")
+	if x := b.seriesMax(KVUsage); evidence.Present(x) {
+		v.Resource.KVPeak = x
+		b.e.Cite("resource.kv_peak", evidence.Source{Metric: "derived", From: w.From, Note: "highest KV cache usage of any one engine or replica"})
+	}
+	// Usage is averaged over engines and replicas, running requests summed:
+	// one request's share is usage over the running requests of one of them.
+	if k, r, n := v.Resource.KVUsage.Mean, v.Service.Running.Mean, b.seriesCount(Running); evidence.Present(k) && evidence.Present(r) && r > 0 && n > 0 {
+		v.Resource.KVPerRequest = k * float64(n) / r
+		b.e.Cite("resource.kv_per_request", evidence.Source{Metric: "derived", From: w.From,
+			Note: fmt.Sprintf("mean KV usage ÷ mean running requests per engine (%d engine or replica series)", n)})
+	}
 	if noSwap && !evidence.Present(v.Resource.CPUKVUsage.Mean) {
 		v.Resource.CPUKVUsage = evidence.Summarise(make([]float64, int(v.Service.Running.Samples)))
 		b.e.Cite("resource.cpu_kv_usage", evidence.Source{Metric: "derived", From: w.From, Note: eng.Title + " has no swap space"})

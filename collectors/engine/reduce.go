@@ -326,6 +326,44 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 	return s
 }
 
+// seriesCount is how many of the target's series a gauge sums: its engines
+// and replicas.
+func (b *builder) seriesCount(key string) int {
+	name, ok := b.present(key)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, g := range b.w.Gauges[name] {
+		if b.mine(key, g.Labels, false) {
+			n++
+		}
+	}
+	return n
+}
+
+// seriesMax is the highest point of any one of the target's series of a
+// gauge (NaN when none): a ratio is averaged over engines and replicas, and
+// one full cache among them would not show in the mean.
+func (b *builder) seriesMax(key string) float64 {
+	name, ok := b.present(key)
+	if !ok {
+		return math.NaN()
+	}
+	top := math.NaN()
+	for _, g := range b.w.Gauges[name] {
+		if !b.mine(key, g.Labels, false) {
+			continue
+		}
+		for _, p := range g.Points {
+			if evidence.Present(p) && !(p <= top) {
+				top = p
+			}
+		}
+	}
+	return top
+}
+
 // curve keeps points through the window for charts, under key ("": none).
 func (b *builder) curve(key string, points []float64) {
 	if pts := b.w.Timeline(points); key != "" && len(pts) > 0 {

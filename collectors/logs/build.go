@@ -24,6 +24,16 @@ const (
 	v0Interval = 5 * time.Second
 )
 
+// rankLabel is the label an engine's metrics tell its data-parallel ranks
+// apart by (vLLM's engine, SGLang's dp_rank): a log's engines are written
+// under it, so a target counts them as the engine's own metrics would.
+func rankLabel(eng string) string {
+	if e, ok := engine.Lookup(eng); ok && len(e.Members) > 1 {
+		return e.Members[1]
+	}
+	return "engine"
+}
+
 // name is the engine's exposed family name for a canonical key.
 func name(eng, key string) string {
 	e, ok := engine.Lookup(eng)
@@ -51,11 +61,29 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 	var spec []record
 	seenRetract := map[string]bool{}
 	v0 := false
+	other, dups, clash := 0, 0, 0
 	for _, r := range recs {
 		switch {
 		case eng == "vllm" && r.kind == vllmStats, eng == "sglang" && (r.kind == sglPrefill || r.kind == sglDecode):
-			readings[r.engine] = append(readings[r.engine], r)
+			rs := readings[r.engine]
+			// The same line twice (a paste repeated) counts once. Two
+			// different state readings of one engine in one second are
+			// two servers' logs joined: the later stands, and it is said.
+			if i := sameMoment(rs, r); i >= 0 {
+				if equal(rs[i], r) {
+					dups++
+					continue
+				}
+				if r.kind != sglPrefill {
+					clash++
+					rs[i] = r
+					continue
+				}
+			}
+			readings[r.engine] = append(rs, r)
 			v0 = v0 || evidenceOfV0(r)
+		case r.kind == vllmStats || r.kind == sglPrefill || r.kind == sglDecode:
+			other++
 		case eng == "vllm" && r.kind == vllmPrefix:
 			// V0 prints the hit rate on its own line after the stats line.
 			if rs := readings[lastEngine(readings, r.engine)]; len(rs) > 0 {
@@ -73,6 +101,15 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 		case r.kind == specDecode:
 			spec = append(spec, r)
 		}
+	}
+	if other > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d stats line%s of another engine left out: the log is mostly %s's; diagnose each engine's log apart", from, other, plural(other), eng))
+	}
+	if dups > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d stats line%s repeated word for word, counted once", from, dups, plural(dups)))
+	}
+	if clash > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d time%s one engine logged two different states in one second: is this two servers' logs joined? The later line of each was read", from, clash, plural(clash)))
 	}
 	// Per-engine lines are finer than the aggregated ones; use them when present.
 	if len(readings) > 1 {
@@ -140,9 +177,23 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 		w.Times = times
 		w.NoteGaps()
 	}
+	// The time the lines cover: a pause no line covers (idle rounds are
+	// logged at DEBUG, a paste cut) is not time tokens were counted in, so
+	// rates are over the covered time alone.
+	covered := step
+	for i := 1; i < len(times); i++ {
+		if d := times[i].Sub(times[i-1]); d <= window.GapFactor*step {
+			covered += d
+		} else {
+			covered += step
+		}
+	}
+	if covered < w.End.Sub(w.Start) {
+		w.Length = covered
+	}
 	for _, e := range slices.Sorted(maps.Keys(readings)) {
 		rs := readings[e]
-		l := window.Labels{"model_name": model, "engine": e}
+		l := window.Labels{"model_name": model, rankLabel(eng): e}
 		points := func(f func(record) float64) []float64 {
 			p := make([]float64, len(times))
 			for i := range p {
@@ -183,7 +234,7 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 			// The log's hit rate is over the last 1000 requests: a gauge, as V0 had.
 			gauge(engine.PrefixHitGauge, func(r record) float64 { return r.hit })
 		}
-		prompt, gen, cached := tokens(rs, eng, step, w.End.Sub(w.Start))
+		prompt, gen, cached := tokens(rs, eng, step, covered)
 		counter(engine.PromptTokens, prompt)
 		if !math.IsNaN(gen) {
 			counter(engine.GenTokens, gen)
@@ -232,7 +283,7 @@ func buildEvents(events []record, eng, model, from string, def time.Duration) *w
 		w.Times = times
 	}
 	for _, e := range slices.Sorted(maps.Keys(byEngine)) {
-		l := window.Labels{"model_name": model, "engine": e}
+		l := window.Labels{"model_name": model, rankLabel(eng): e}
 		if pre, ok := preemptions(nil, byEngine[e], e, true); ok {
 			if n := name(eng, engine.Preemptions); n != "" {
 				w.Counters[n] = append(w.Counters[n], window.Counter{Labels: l, Increase: pre})
@@ -288,6 +339,30 @@ func hold(p []float64, times []time.Time, limit time.Duration) {
 			p[i] = best
 		}
 	}
+}
+
+// sameMoment returns the index of the reading of rs logged at r's moment
+// (the same second) that r would repeat or contradict, or -1. SGLang logs
+// a line per prefill batch, so only a word-for-word repeat of one is one.
+func sameMoment(rs []record, r record) int {
+	for i := len(rs) - 1; i >= 0 && !rs[i].t.Before(r.t); i-- {
+		if rs[i].t.Equal(r.t) && rs[i].kind == r.kind && (r.kind != sglPrefill || equal(rs[i], r)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// equal reports whether two readings hold the same numbers.
+func equal(a, b record) bool {
+	xs := []float64{a.running, a.waiting, a.swapped, a.kv, a.cpuKV, a.hit, a.promptTPS, a.genTPS, a.newTokens, a.cachedTokens, a.preemptions}
+	ys := []float64{b.running, b.waiting, b.swapped, b.kv, b.cpuKV, b.hit, b.promptTPS, b.genTPS, b.newTokens, b.cachedTokens, b.preemptions}
+	for i := range xs {
+		if xs[i] != ys[i] && !(math.IsNaN(xs[i]) && math.IsNaN(ys[i])) {
+			return false
+		}
+	}
+	return true
 }
 
 // evidenceOfV0 reports whether a reading is a V0 line (it has Swapped or

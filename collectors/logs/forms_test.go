@@ -183,3 +183,18 @@ func TestUnreadableLinesAreNamed(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// Numbers no server could hold are not read: a KV cache 250% full, a
+// throughput of 1e300 tokens/s.
+func TestImpossibleValuesAreRefused(t *testing.T) {
+	for _, line := range []string{
+		"INFO 02-20 10:00:05 [loggers.py:257] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 10.0 tokens/s, Running: 8 reqs, Waiting: 2 reqs, GPU KV cache usage: 250.0%, Prefix cache hit rate: 0.0%",
+		"INFO 02-20 10:00:05 [loggers.py:257] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 1e300 tokens/s, Running: 8 reqs, Waiting: 2 reqs, GPU KV cache usage: 25.0%, Prefix cache hit rate: 0.0%",
+		"[2025-11-20 12:00:01 TP0] Decode batch, #running-req: 42, #token: 150112, token usage: 3.60, cuda graph: True, gen throughput (token/s): 3307.90, #queue-req: 6",
+	} {
+		_, err := Read(strings.NewReader(line+"\n"), "", 2025, "f")
+		if err == nil || !strings.Contains(err.Error(), "with an impossible value") {
+			t.Errorf("%q: %v", line, err)
+		}
+	}
+}

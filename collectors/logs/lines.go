@@ -168,8 +168,10 @@ func (p *physical) peekAt(i int) (string, bool) {
 func (p *physical) joinHead(line string) (string, bool) {
 	text := line
 	for i := 0; i < maxJoin-1; i++ {
+		// The piece that completes the head holds it, so only a record's
+		// start ends the search.
 		nx, ok := p.peekAt(i)
-		if !ok || !continuation(nx) {
+		if !ok || strings.TrimSpace(nx) == "" || recordStart.MatchString(nx) {
 			return line, false
 		}
 		text += strings.TrimLeft(nx, " \t")

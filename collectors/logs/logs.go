@@ -186,6 +186,9 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 		return nil, fmt.Errorf("%s: %w", from, err)
 	}
 	res.Skipped = bad.n
+	if v, s := engineLines(recs); v >= 2 && s >= 2 {
+		return nil, fmt.Errorf("%s: %d vLLM stats lines and %d SGLang scheduler lines in one log: two servers' logs? give each its own --log", from, v, s)
+	}
 	engine, readings, events := sortOut(recs)
 	res.StatsLines, res.Events = readings, events
 	preempted := false
@@ -194,7 +197,7 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 	}
 	if readings == 0 && !preempted {
 		if bad.n > 0 {
-			return nil, fmt.Errorf("%s: no stats line could be read in %d lines: %s", from, res.Lines, bad.say())
+			return nil, fmt.Errorf("%s: no stats line could be read in %d line%s: %s", from, res.Lines, plural(res.Lines), bad.say())
 		}
 		if events > 0 {
 			return nil, fmt.Errorf("%s: %d warning or speculative-decoding line%s but no periodic stats line (\"Avg prompt throughput: …\" or \"Decode batch …\") in %d lines: is --disable-log-stats set?",
@@ -273,19 +276,24 @@ func splitGlued(s string) []string {
 	return append(out, s[start:])
 }
 
+// engineLines counts the readings of each engine in a log.
+func engineLines(recs []record) (vllm, sglang int) {
+	for _, r := range recs {
+		switch r.kind {
+		case vllmStats:
+			vllm++
+		case sglPrefill, sglDecode:
+			sglang++
+		}
+	}
+	return vllm, sglang
+}
+
 // sortOut decides which engine's lines the log holds (the one with more
 // readings when both appear) and drops the other's; it counts readings and
 // events.
 func sortOut(recs []record) (string, int, int) {
-	var v, s int
-	for _, r := range recs {
-		switch r.kind {
-		case vllmStats:
-			v++
-		case sglPrefill, sglDecode:
-			s++
-		}
-	}
+	v, s := engineLines(recs)
 	engine := "vllm"
 	if s > v {
 		engine = "sglang"

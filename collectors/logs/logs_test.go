@@ -132,8 +132,10 @@ func statsLine(t time.Time, eng string, prompt float64, running int) string {
 }
 
 // Idle stats lines are logged at DEBUG: a log whose lines pause for seven
-// minutes draws its points at their times, names the pause, and does not
-// stretch the line after it over the pause.
+// minutes draws its points at their times, names the pause, does not
+// stretch the line after it over the pause, and takes its rates over the
+// time its lines cover, as its gauges are: a stream's speed is tokens over
+// the time they were counted in.
 func TestLogWithAGap(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	var b strings.Builder
@@ -150,7 +152,7 @@ func TestLogWithAGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := r.Window
-	if w.Points != len(secs) || !w.Start.Equal(t0) || w.Seconds() != 900 {
+	if w.Points != len(secs) || !w.Start.Equal(t0) || !w.End.Equal(t0.Add(900*time.Second)) || w.Seconds() != float64(10*len(secs)) {
 		t.Fatalf("points %d, start %v, seconds %v", w.Points, w.Start, w.Seconds())
 	}
 	got := w.Timeline(w.Gauges["vllm:num_requests_running"][0].Points)

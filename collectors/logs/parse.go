@@ -202,7 +202,36 @@ const (
 	whyFields  = "without the running and waiting counts"
 	whyNumbers = "with a value that is not a number"
 	whyTime    = "with an impossible timestamp"
+	whyValue   = "with an impossible value"
 )
+
+// Bounds of what a stats line can hold: a share of the cache is at most
+// 100% (SGLang's usage at most 1); no engine computes a hundred million
+// tokens a second or runs ten million requests.
+const (
+	maxRate  = 1e8
+	maxCount = 1e7
+)
+
+// plausible reports whether a reading's numbers could be a server's.
+func plausible(r record) bool {
+	for _, x := range []float64{r.kv, r.cpuKV, r.hit} {
+		if x > 1.005 {
+			return false
+		}
+	}
+	for _, x := range []float64{r.promptTPS, r.genTPS} {
+		if x > maxRate {
+			return false
+		}
+	}
+	for _, x := range []float64{r.running, r.waiting, r.swapped, r.newTokens, r.cachedTokens, r.preemptions} {
+		if x > maxCount {
+			return false
+		}
+	}
+	return true
+}
 
 // parse reads one assembled record. It returns the record, whether the
 // line held a head at all, and why a record with a head could not be read
@@ -373,6 +402,9 @@ func readVLLM(r record, prefix, body string) (record, bool, string) {
 		}
 		return record{}, true, whyFields
 	}
+	if !plausible(r) {
+		return record{}, true, whyValue
+	}
 	return r, true, ""
 }
 
@@ -441,6 +473,9 @@ func readSGLang(r record, body string) (record, bool, string) {
 	}
 	if r.kind == sglDecode && math.IsNaN(r.genTPS) {
 		return record{}, true, whyFields
+	}
+	if !plausible(r) {
+		return record{}, true, whyValue
 	}
 	return r, true, ""
 }
