@@ -163,9 +163,12 @@ func distinct(w *window.Window, sel window.Labels, label string) []string {
 type builder struct {
 	eng *Engine
 	w   *window.Window
-	sel window.Labels
-	e   *evidence.Evidence
-	v   *evidence.Values
+	// members holds the target's series one per engine and replica (w
+	// itself unless the source summed them before the builder).
+	members *window.Window
+	sel     window.Labels
+	e       *evidence.Evidence
+	v       *evidence.Values
 }
 
 // rankLabel is the engine's label for a data-parallel rank ("" if none).
@@ -191,7 +194,7 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 		// Grouped by something else: name the target by its labels.
 		t.Model = strings.TrimSuffix(sel.Key(), ",")
 	}
-	b := &builder{eng: eng, w: w, sel: sel, e: evidence.New(t)}
+	b := &builder{eng: eng, w: w, members: members, sel: sel, e: evidence.New(t)}
 	b.e.Engine = eng.Vocabulary()
 	b.v = &b.e.Values
 	v := b.v

@@ -327,14 +327,15 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 }
 
 // seriesCount is how many of the target's series a gauge sums: its engines
-// and replicas.
+// and replicas, counted where the source keeps them apart.
 func (b *builder) seriesCount(key string) int {
-	name, ok := b.present(key)
+	m, _ := b.eng.ByKey(key)
+	name, ok := Present(b.members, m)
 	if !ok {
 		return 0
 	}
 	n := 0
-	for _, g := range b.w.Gauges[name] {
+	for _, g := range b.members.Gauges[name] {
 		if b.mine(key, g.Labels, false) {
 			n++
 		}
@@ -346,12 +347,13 @@ func (b *builder) seriesCount(key string) int {
 // gauge (NaN when none): a ratio is averaged over engines and replicas, and
 // one full cache among them would not show in the mean.
 func (b *builder) seriesMax(key string) float64 {
-	name, ok := b.present(key)
+	m, _ := b.eng.ByKey(key)
+	name, ok := Present(b.members, m)
 	if !ok {
 		return math.NaN()
 	}
 	top := math.NaN()
-	for _, g := range b.w.Gauges[name] {
+	for _, g := range b.members.Gauges[name] {
 		if !b.mine(key, g.Labels, false) {
 			continue
 		}

@@ -345,6 +345,9 @@ func hold(p []float64, times []time.Time, limit time.Duration) {
 // (the same second) that r would repeat or contradict, or -1. SGLang logs
 // a line per prefill batch, so only a word-for-word repeat of one is one.
 func sameMoment(rs []record, r record) int {
+	if !r.dated {
+		return -1 // undated lines are placed one interval apart
+	}
 	for i := len(rs) - 1; i >= 0 && !rs[i].t.Before(r.t); i-- {
 		if rs[i].t.Equal(r.t) && rs[i].kind == r.kind && (r.kind != sglPrefill || equal(rs[i], r)) {
 			return i

@@ -163,28 +163,32 @@ func (p *physical) peekAt(i int) (string, bool) {
 
 // joinHead joins a line with the lines that continue it when only
 // together they hold a stats head (a wrap fell inside "Avg prompt
-// throughput" or before it). It returns the joined text and true, having
-// taken those lines, or the line and false, having taken nothing.
-func (p *physical) joinHead(line string) (string, bool) {
+// throughput" or before it). It returns the joined text and the lengths of
+// the lines it joined, having taken them, or the line and nil, having taken
+// nothing. A line that starts a record takes the next piece even where that
+// holds the head whole (the wrap fell before it, the prefix is the
+// record's); any other line only where the head is split between pieces.
+func (p *physical) joinHead(line string) (string, []int) {
 	text := line
+	pieces := []int{len(line)}
+	starts := recordStart.MatchString(line)
 	for i := 0; i < maxJoin-1; i++ {
-		// The piece that completes the head holds it, so only a record's
-		// start ends the search.
 		nx, ok := p.peekAt(i)
-		if !ok || strings.TrimSpace(nx) == "" || recordStart.MatchString(nx) {
-			return line, false
+		if !ok || strings.TrimSpace(nx) == "" || recordStart.MatchString(nx) || !starts && headOf(nx) >= 0 {
+			return line, nil
 		}
 		text += strings.TrimLeft(nx, " \t")
+		pieces = append(pieces, len(nx))
 		if headOf(text) >= 0 {
 			for j := 0; j <= i; j++ {
 				p.next()
 			}
-			return text, true
+			return text, pieces
 		}
 	}
-	return line, false
+	return line, nil
 }
 
-// maxJoin is the most lines one record is joined from: a 300-character
-// stats line wrapped at 40 columns.
-const maxJoin = 8
+// maxJoin is the most lines one record is joined from: a 450-character
+// stats line wrapped at 30 columns.
+const maxJoin = 16

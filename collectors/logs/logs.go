@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -117,9 +118,9 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 				res.Version = m[1]
 			}
 		}
-		wrapped := false
+		var wrapped []int
 		if headOf(line) < 0 {
-			if line, wrapped = p.joinHead(line); !wrapped {
+			if line, wrapped = p.joinHead(line); wrapped == nil {
 				if rec, ok := headless(line); ok {
 					recs = append(recs, rec)
 					res.Headless++
@@ -134,8 +135,12 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 		// A record cut short is joined with the lines that continue it.
 		text, rec, why := line, record{}, ""
 		var held bool
-		if wrapped {
+		// The lengths of the record's physical lines: a terminal wraps at
+		// one width, so pieces of that width are followed by more.
+		pieces := []int{len(line)}
+		if wrapped != nil {
 			res.Joined++
+			pieces = wrapped
 		}
 		for n := 1; ; n++ {
 			rec, held, why = parse(text, year)
@@ -149,18 +154,24 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 			whole := held && why == ""
 			if whole {
 				// A record read whole still takes a next line that starts
-				// with a field separator, if it reads whole with it: a
-				// wrap fell between two fields.
-				if !strings.HasPrefix(strings.TrimLeft(nx, " \t"), ",") {
+				// with a field separator, or one that goes on with a number
+				// after pieces of one terminal width, if it reads whole
+				// with it: a wrap fell between two fields, or inside the
+				// last number (SGLang's fields carry no unit to tell); the
+				// rest of a record is its last, shorter piece, where a
+				// piece of the full width is the next record's start.
+				next := strings.TrimLeft(nx, " \t")
+				if !strings.HasPrefix(next, ",") && !(startsNumber(next) && fullWidth(pieces) && len(nx) < slices.Max(pieces)-1) {
 					break
 				}
-				if _, h, w := parse(text+strings.TrimLeft(nx, " \t"), year); !h || w != "" {
+				if _, h, w := parse(text+next, year); !h || w != "" {
 					break
 				}
 			}
 			p.next()
+			pieces = append(pieces, len(nx))
 			text += strings.TrimLeft(nx, " \t")
-			if n == 1 && !wrapped {
+			if n == 1 && wrapped == nil {
 				res.Joined++
 			}
 		}
@@ -249,6 +260,38 @@ func eventsEngine(recs []record) string {
 		}
 	}
 	return "vllm"
+}
+
+// startsNumber reports whether a line begins with a digit, a point or a
+// percent sign: the rest of a number a wrap cut.
+func startsNumber(s string) bool {
+	return s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '.' || s[0] == '%')
+}
+
+// fullWidth reports whether a record's pieces so far are two or more of one
+// terminal width (at least 20; a piece a copy trimmed of its last space
+// one short), the last of the full width: the wrap goes on.
+func fullWidth(pieces []int) bool {
+	if len(pieces) < 2 {
+		return false
+	}
+	w := slices.Max(pieces)
+	if w < 20 || pieces[len(pieces)-1] != w {
+		return false
+	}
+	// A line joined in front of the head's pieces may be no piece of the wrap.
+	for len(pieces) > 1 && pieces[0] < w-1 {
+		pieces = pieces[1:]
+	}
+	if len(pieces) < 2 {
+		return false
+	}
+	for _, n := range pieces {
+		if n < w-1 {
+			return false
+		}
+	}
+	return true
 }
 
 // ThinReadings is the fewest stats lines a log needs before its verdict is

@@ -109,10 +109,11 @@ func fields(s string) []field {
 // Timestamps: vLLM's "02-28 21:48:18" (no year), and full dates: SGLang's
 // "[2024-09-12 10:01:02 TP0]", ISO from kubectl or journald exports.
 var (
-	monthDay = regexp.MustCompile(`(\d\d)-(\d\d)\s+(\d\d):(\d\d):(\d\d)`)
+	// A wrap may fall on the space between date and time, and lose it.
+	monthDay = regexp.MustCompile(`(\d\d)-(\d\d)\s*(\d\d):(\d\d):(\d\d)`)
 	// SGLang v0.2.14–v0.3.3: "[10:01:02 TP0]", the time of day alone.
 	clockOnly = regexp.MustCompile(`\[(\d\d):(\d\d):(\d\d)[ \]]`)
-	fullDate  = regexp.MustCompile(`(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)`)
+	fullDate  = regexp.MustCompile(`(\d{4})-(\d\d)-(\d\d)[T ]?(\d\d):(\d\d):(\d\d)`)
 )
 
 // stamp finds the timestamp nearest before the head: the engine's own,
