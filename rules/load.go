@@ -231,19 +231,9 @@ func Parse(file string, data []byte) (*Rule, error) {
 	}
 
 	if spec.Applies != "" {
-		r.applies, err = r.compile(spec.Applies, expr.AsBool())
-		if err != nil {
-			return nil, fail("applies", "applies: %s", oneLine(err))
-		}
-		ar := map[string]bool{}
-		if err := r.walk(r.applies.prog.Node(), ar); err != nil {
+		if r.applies, r.appliesReads, err = r.condition(spec.Applies); err != nil {
 			return nil, fail("applies", "applies: %v", err)
 		}
-		for p := range ar {
-			f, _ := evidence.Lookup(p)
-			r.appliesReads = append(r.appliesReads, f)
-		}
-		sort.Slice(r.appliesReads, func(i, j int) bool { return r.appliesReads[i].Path < r.appliesReads[j].Path })
 		r.appliesIn = inputsOf(r.appliesReads)
 	}
 	reads := map[string]bool{}
@@ -255,15 +245,11 @@ func Parse(file string, data []byte) (*Rule, error) {
 		return nil, fail("when", "when: %v", err)
 	}
 	if spec.Plain != "" {
-		r.plain, err = r.compile(spec.Plain, expr.AsBool())
-		if err != nil {
-			return nil, fail("plain", "plain: %s", oneLine(err))
-		}
-		pr := map[string]bool{}
-		if err := r.walk(r.plain.prog.Node(), pr); err != nil {
+		var reads []evidence.Field
+		if r.plain, reads, err = r.condition(spec.Plain); err != nil {
 			return nil, fail("plain", "plain: %v", err)
 		}
-		r.plainIn = inputsOf(fieldsOf(pr))
+		r.plainIn = inputsOf(reads)
 	}
 	if spec.Impact != "" {
 		r.impact, err = r.compile(spec.Impact, expr.AsFloat64())
@@ -446,6 +432,20 @@ func paramNames(node ast.Node) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// condition compiles a boolean condition of the rule (applies, plain) and
+// finds the evidence it reads, sorted.
+func (r *Rule) condition(src string) (*expression, []evidence.Field, error) {
+	x, err := r.compile(src, expr.AsBool())
+	if err != nil {
+		return nil, nil, errors.New(oneLine(err))
+	}
+	reads := map[string]bool{}
+	if err := r.walk(x.prog.Node(), reads); err != nil {
+		return nil, nil, err
+	}
+	return x, fieldsOf(reads), nil
 }
 
 func fieldsOf(reads map[string]bool) []evidence.Field {
