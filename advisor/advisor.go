@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
 
@@ -112,6 +113,13 @@ type Primary struct {
 	// Bounded are deciding rules that lacked inputs but could not have
 	// fired, with why; a healthy verdict may rest on them.
 	Bounded []Bounded `json:"bounded,omitempty"`
+	// Against are what kept the target from healthy although no finding
+	// names a cause: a target missed, time the budget cannot place,
+	// withheld evidence that points at a problem.
+	Against []Bounded `json:"against,omitempty"`
+	// Targets names the SLO a healthy (or not-healthy) verdict was judged
+	// against.
+	Targets string `json:"targets,omitempty"`
 }
 
 // Found reports whether the verdict names a bottleneck found, for sure or
@@ -135,6 +143,15 @@ func (p Primary) TentativeLine() string {
 		n += ", and shows no latency split"
 	}
 	return "Tentative: rests on " + n + "; confirm it with " + p.Confirm + "."
+}
+
+// JudgedLine names the targets a healthy verdict, or one kept from
+// healthy, was judged against; "" for a verdict that names a bottleneck.
+func (p Primary) JudgedLine() string {
+	if p.Targets == "" || (p.Bottleneck != "none" && len(p.Against) == 0) {
+		return ""
+	}
+	return "Judged against " + p.Targets + "."
 }
 
 // Bounded is a rule quiet by a bound on its missing inputs.
@@ -173,6 +190,7 @@ type Finding struct {
 	impact, impactMax float64
 	capped            bool
 	layer             string
+	deniesHealthy     bool
 }
 
 // Step is a merged next step with the findings it comes from.
@@ -234,10 +252,54 @@ type LatencyMap struct {
 	// of it spent outside the server.
 	ClientTTFT   *float64 `json:"client_ttft_mean,omitempty"`
 	NetworkShare *float64 `json:"network_share,omitempty"`
+	// FirstToken and Unexplained split mean end-to-end (E2E) with Decode:
+	// what users wait for the first token, and what no stage the server
+	// times holds (negative when the parts exceed the whole).
+	FirstToken  *float64 `json:"first_token_mean,omitempty"`
+	Unexplained *float64 `json:"unexplained_mean,omitempty"`
 	// TTFTExcludesQueue: the server's TTFT leaves out queue wait, so TTFT
 	// here is queue + the server's TTFT, and front is the server's TTFT −
 	// prefill.
 	TTFTExcludesQueue bool `json:"ttft_excludes_queue,omitempty"`
+}
+
+// BudgetLine splits mean end-to-end into the first token, decode and what
+// no stage holds: "end-to-end 7.70s = first token 350ms (5%) + decode
+// 750ms (10%) + in no stage 6.60s (86%)", or "; the parts exceed it by …";
+// "" without end-to-end and a part.
+func (m LatencyMap) BudgetLine() string {
+	if m.FirstToken == nil {
+		// A report written before the budget: TTFT is the first token.
+		m.FirstToken = m.TTFT
+	}
+	if m.E2E == nil || *m.E2E <= 0 || (m.FirstToken == nil && m.Decode == nil) {
+		return ""
+	}
+	e2e := *m.E2E
+	part := func(name string, x float64) string {
+		return fmt.Sprintf("%s %s (%s)", name, units.Duration(x), units.WholePercent(x/e2e))
+	}
+	var parts []string
+	if m.FirstToken != nil {
+		parts = append(parts, part("first token", *m.FirstToken))
+	}
+	if m.Decode != nil {
+		parts = append(parts, part("decode", *m.Decode))
+	}
+	s := "end-to-end " + units.Duration(e2e) + " = " + strings.Join(parts, " + ")
+	switch u := m.Unexplained; {
+	case u != nil && math.Abs(*u) < 0.01*e2e:
+		s += " (adds up)"
+	case u == nil:
+		if m.FirstToken == nil || m.Decode == nil {
+			s += " + not timed"
+		}
+	case *u >= 0:
+		s += " + " + part("in no stage", *u)
+	default:
+		s += fmt.Sprintf("; the parts exceed it by %s (%s)", units.Duration(-*u), units.WholePercent(-*u/e2e))
+	}
+	return s
 }
 
 // Skip groups the rules skipped for lack of one source.
@@ -306,10 +368,18 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 	explain(t.Findings, results)
 	weigh(t.Findings, cfg.MinShareOrDefault())
 	sort.SliceStable(t.Findings, func(i, j int) bool { return less(t.Findings[i], t.Findings[j]) })
+	var against []Bounded
+	for _, f := range t.Findings {
+		if f.deniesHealthy {
+			against = append(against, Bounded{Rule: f.Rule, Why: f.Message})
+		}
+	}
 	t.Primary = primary(t.Findings, unchecked, bounded)
 	if t.Primary.Status != "found" && t.Primary.Status != "tentative" && len(t.Suppressed) > 0 {
 		t.Primary = suppressedRoot(e, t, results, cfg.MinShareOrDefault(), unchecked, bounded)
 	}
+	DenyHealthy(&t, against...)
+	t.Primary.Targets = targetsOf(e)
 	t.Next = mergeSteps(t.Findings)
 	t.Conditions = conditions(e)
 	t.LatencyMap = latencyMap(e)
@@ -350,7 +420,7 @@ func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	f := Finding{Rule: r.Rule.ID, Severity: r.Severity.String(), sev: r.Severity, Bottleneck: r.Rule.Bottleneck,
 		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage(), impact: r.Impact, impactMax: r.ImpactMax, layer: r.Rule.Layer,
 		Next: rules.StepsFor(r.Rule.Next, e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed(), Sources: map[string]string{},
-		Tentative: r.Tentative()}
+		Tentative: r.Tentative(), deniesHealthy: r.Rule.DeniesHealthy}
 	f.Impact = share(r.Impact)
 	if f.Next == nil {
 		f.Next = []rules.Step{}
@@ -592,6 +662,38 @@ func primary(fs []Finding, unchecked []string, bounded []Bounded) Primary {
 	return p
 }
 
+// DenyHealthy keeps a healthy (or tentatively healthy) verdict from
+// standing where something stands against it: the verdict becomes
+// inconclusive, naming what. A verdict that names a bottleneck is kept.
+func DenyHealthy(t *TargetReport, against ...Bounded) {
+	if len(against) == 0 {
+		return
+	}
+	p := &t.Primary
+	p.Against = append(p.Against, against...)
+	if p.Bottleneck != "none" {
+		return
+	}
+	p.Bottleneck, p.Status, p.Rule, p.Readings, p.Confirm = "unknown", "inconclusive", "", 0, ""
+	p.Summary = fmt.Sprintf("Not healthy, and no rule names a cause: %s", strings.TrimSuffix(p.Against[0].Why, "."))
+	if n := len(p.Against) - 1; n > 0 {
+		p.Summary += fmt.Sprintf(" (and %d more against healthy)", n)
+	}
+}
+
+// targetsOf names the SLO the evidence carries.
+func targetsOf(e *evidence.Evidence) string {
+	c := e.Values.Cond
+	if !evidence.Present(c.TargetTTFTP99) || !evidence.Present(c.TargetTPOT) {
+		return ""
+	}
+	s := fmt.Sprintf("TTFT p99 ≤ %s, median time per output token ≤ %s", units.Duration(c.TargetTTFTP99), units.Duration(c.TargetTPOT))
+	if evidence.Present(c.TargetE2EP99) {
+		s += fmt.Sprintf(", end-to-end p99 ≤ %s", units.Duration(c.TargetE2EP99))
+	}
+	return s
+}
+
 // What confirms a tentative verdict, by the evidence it rests on.
 const (
 	ConfirmSnapshot = "a window: two snapshots a few minutes apart, a live scrape (--target URL --duration 5m) or Prometheus (--prom URL)"
@@ -704,6 +806,10 @@ func latencyMap(e *evidence.Evidence) LatencyMap {
 		Prefill: ok("stage.prefill", v.Stage.Prefill.Mean), Front: p(v.Stage.FrontMean),
 		Decode: ok("stage.decode", v.Stage.Decode.Mean), E2E: ok("service.e2e", v.Service.E2E.Mean),
 		ClientTTFT: p(v.Service.ClientTTFT.Mean), NetworkShare: p(v.Service.NetworkShare)}
+	b := v.Stage.Budget
+	if m.E2E != nil {
+		m.FirstToken, m.Unexplained = p(b.FirstToken), p(b.Unexplained)
+	}
 	for _, in := range e.Inconsistencies {
 		if in.Check == "ttft-excludes-queue" && m.Queue != nil {
 			m.TTFT, m.TTFTExcludesQueue = p(*m.Queue+v.Stage.TTFT.Mean), true

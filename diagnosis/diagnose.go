@@ -62,7 +62,7 @@ func (in *Input) Diagnose(set *rules.Set, cfg *rules.Config) *advisor.Diagnosis 
 	if cfg == nil {
 		cfg = &rules.Config{}
 	}
-	evs, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
+	evs, raws, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
 	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: in.Sources, Targets: []advisor.TargetReport{}, Notes: notes, Window: win,
 		Config: cfg.File}
 	for _, s := range cfg.Expired() {
@@ -70,6 +70,9 @@ func (in *Input) Diagnose(set *rules.Set, cfg *rules.Config) *advisor.Diagnosis 
 	}
 	for i, rs := range set.EvaluateEach(evs, cfg) {
 		t := advisor.Advise(evs[i], rs, cfg)
+		if t.Primary.Bottleneck == "none" && len(evs[i].Inconsistencies) > 0 {
+			advisor.DenyHealthy(&t, withheldPoints(set, raws[i], rs, cfg)...)
+		}
 		if n, confirm := in.readings(); n > 0 {
 			advisor.MarkTentative(&t, n, confirm)
 		}
@@ -102,7 +105,7 @@ func (in *Input) Checklist(set *rules.Set, cfg *rules.Config, strict bool) *advi
 	if cfg == nil {
 		cfg = &rules.Config{}
 	}
-	evs, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
+	evs, _, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
 	cl := &advisor.Checklist{Schema: advisor.ChecklistSchema, Sources: in.Sources, Targets: []advisor.ChecklistTarget{},
 		Notes: notes, Window: win, Strict: strict, Config: cfg.File}
 	keep := *cfg
@@ -119,21 +122,31 @@ func (in *Input) Checklist(set *rules.Set, cfg *rules.Config, strict bool) *advi
 // and the notes collecting left. It is the one place the engine's builder
 // is called (every registered engine's catalogue). The window is left as it was found, so one Input can be
 // diagnosed and checked.
-func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs []RequestFile) ([]*evidence.Evidence, advisor.Window, []string) {
+func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs []RequestFile) (evs, raws []*evidence.Evidence, _ advisor.Window, _ []string) {
 	if w == nil {
 		w = window.New()
 	}
 	// The builder adds notes to the window: keep them out of it.
 	kept := len(w.Notes)
 	opt.WeightBytes = cfg.WeightBytes()
-	evs := engine.Build(w, opt)
+	evs = engine.Build(w, opt)
 	notes := append([]string(nil), w.Notes...)
 	w.Notes = w.Notes[:kept]
 	notes = append(notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
 	evs, more := attachRequests(evs, reqs)
 	notes = append(notes, more...)
 	for _, e := range evs {
+		setTargets(e, cfg)
+		raw := e.Clone()
+		evidence.CheckTrusting(raw)
+		raws = append(raws, raw)
 		evidence.Check(e)
+		for _, n := range e.Notes {
+			if len(evs) > 1 {
+				n = targetName(e.Target) + ": " + n
+			}
+			notes = append(notes, n)
+		}
 	}
 	win := advisor.Window{Cumulative: w.Cumulative, Points: w.Points}
 	if !w.Start.IsZero() {
@@ -150,7 +163,30 @@ func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs
 	if w.Cumulative {
 		notes = append(notes, "one snapshot: counts and distributions cover the time since the server started, and rates cannot be computed; give two snapshots for a window")
 	}
-	return evs, win, notes
+	return evs, raws, win, notes
+}
+
+// withheldPoints names the causes that evidence withheld as inconsistent
+// would show: a rule that fires on the evidence read as given, at warning
+// or above and naming a bottleneck, where it did not fire as checked.
+// Withheld evidence that points at a problem keeps a target from healthy.
+func withheldPoints(set *rules.Set, raw *evidence.Evidence, checked []rules.Result, cfg *rules.Config) []advisor.Bounded {
+	fired := map[string]bool{}
+	for _, r := range checked {
+		if r.Outcome == rules.Fired {
+			fired[r.Rule.ID] = true
+		}
+	}
+	var out []advisor.Bounded
+	for _, r := range set.Evaluate(raw, cfg) {
+		if r.Outcome != rules.Fired || fired[r.Rule.ID] || r.Severity < rules.Warning || r.Suppressed() != "" ||
+			!rules.OnPath(r.Rule.Bottleneck) || r.Rule.Bottleneck == "none" {
+			continue
+		}
+		out = append(out, advisor.Bounded{Rule: r.Rule.ID,
+			Why: "withheld evidence points at " + r.Rule.Bottleneck + " (" + r.Rule.ID + " fires on it as given): " + r.Message})
+	}
+	return out
 }
 
 // attachRequests adds request-level evidence: to the only target, or to a
@@ -175,4 +211,40 @@ func attachRequests(evs []*evidence.Evidence, reqs []RequestFile) ([]*evidence.E
 		}
 	}
 	return evs, notes
+}
+
+// setTargets puts the SLO a healthy verdict is judged against into the
+// request conditions, cited as the configuration's or the defaults.
+func setTargets(e *evidence.Evidence, cfg *rules.Config) {
+	t := cfg.Targets()
+	from := "default for interactive serving"
+	if cfg.SLOFrom != "" {
+		from = "set in " + cfg.SLOFrom
+	}
+	c := &e.Values.Cond
+	c.TargetTTFTP99, c.TargetTPOT = t.TTFTP99.Seconds(), t.TPOT.Seconds()
+	for _, p := range []string{"cond.target_ttft_p99", "cond.target_tpot"} {
+		e.Cite(p, evidence.Source{Metric: "target", Note: from})
+	}
+	if d := t.E2EFor(c.OutputTokens.P99); d > 0 {
+		c.TargetE2EP99 = d.Seconds()
+		note := from
+		if cfg.SLO.E2EP99 <= 0 {
+			note = "TTFT p99 target + p99 output tokens × per-token target"
+		}
+		e.Cite("cond.target_e2e_p99", evidence.Source{Metric: "target", Note: note})
+	}
+	for _, m := range e.Members {
+		setTargets(m, cfg)
+	}
+}
+
+func targetName(t evidence.Target) string {
+	switch {
+	case t.Model != "" && t.Instance != "":
+		return t.Model + " on " + t.Instance
+	case t.Model != "":
+		return t.Model
+	}
+	return t.Instance
 }

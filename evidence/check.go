@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Slack of the part-versus-whole checks. Stage means come from requests
@@ -92,9 +93,11 @@ func Check(e *Evidence) {
 		e2e, dec = math.NaN(), math.NaN()
 	}
 
+	measured := Present(dec)
 	if !Present(dec) && e.Inconsistent("stage.decode") == "" && Present(e2e) && Present(ttft) && e.Inconsistent("stage.ttft") == "" {
 		dec = decodeFromParts(e, e2e, ttft)
 	}
+	budget(e, e2e, total, q, dec, measured)
 
 	sh := &st.Share
 	if Present(total) && total > 0 {
@@ -134,9 +137,109 @@ func Check(e *Evidence) {
 			}
 		}
 	}
+	atLeast(e, &st.TTFTP99AtLeast, "stage.ttft.p99", st.TTFT.P99)
+	atLeast(e, &st.ITLP50AtLeast, "stage.itl.p50", st.ITL.P50)
+	atLeast(e, &e.Values.Service.E2EP99AtLeast, "service.e2e.p99", e.Values.Service.E2E.P99)
 	for _, m := range e.Members {
 		Check(m)
 	}
+}
+
+// atLeast sets the least a quantile can be: its bucket's lower bound where
+// a histogram gave it, the value where it is exact.
+func atLeast(e *Evidence, dst *float64, path string, x float64) {
+	if Present(*dst) || !Present(x) || e.Inconsistent(path) != "" {
+		return
+	}
+	*dst = x
+	if r, ok := e.Resolution[path]; ok && r[0] < x {
+		*dst = r[0]
+	}
+	e.Cite(Node(path)+"_"+path[strings.LastIndexByte(path, '.')+1:]+"_at_least", Source{Metric: "derived", Note: "lower bound of the histogram bucket " + path + " was interpolated in"})
+}
+
+// budget splits mean end-to-end into the wait for the first token and
+// decode, and names what neither holds. Only a decode measured apart from
+// end-to-end can show a gap: one derived as end-to-end − TTFT adds up by
+// construction. It also says whether TTFT holds the queue wait, which the
+// bounds that place queue wait inside TTFT assume.
+func budget(e *Evidence, e2e, first, q, dec float64, measured bool) {
+	b, c := &e.Values.Stage.Budget, &e.Values.Cond
+	if Present(e.Values.Stage.TTFT.Mean) && !Present(c.TTFTFromArrival) {
+		c.TTFTFromArrival = 1
+		if e.Inconsistent("stage.ttft") != "" {
+			for _, in := range e.Inconsistencies {
+				if in.Check == "ttft-excludes-queue" {
+					c.TTFTFromArrival = 0
+				}
+			}
+		}
+		e.Cite("cond.ttft_from_arrival", Source{Metric: "derived", Note: "0 when the queue + prefill exceed TTFT or time outside TTFT and decode is unexplained"})
+	}
+	if !Present(e2e) || e2e <= 0 {
+		return
+	}
+	keep := func(dst *float64, x float64) {
+		if !Present(*dst) && Present(x) {
+			*dst = x
+		}
+	}
+	keep(&b.E2E, e2e)
+	keep(&b.FirstToken, first)
+	keep(&b.Decode, dec)
+	keep(&b.QueueShare, q/e2e)
+	if measured && Present(first) && Present(dec) {
+		keep(&b.Unexplained, e2e-first-dec)
+		keep(&b.UnexplainedShare, (e2e-first-dec)/e2e)
+	}
+	for _, path := range []string{"stage.budget.e2e", "stage.budget.first_token", "stage.budget.decode", "stage.budget.unexplained", "stage.budget.unexplained_share", "stage.budget.queue_share"} {
+		if f, _ := Lookup(path); Present(e.Values.Get(f)) {
+			if _, ok := e.Sources[path]; !ok {
+				e.Cite(path, Source{Metric: "derived", Note: "mean end-to-end = first token (queue + prefill + front) + decode + unexplained"})
+			}
+		}
+	}
+	u := b.Unexplained
+	if !Present(u) || math.Abs(b.UnexplainedShare) <= BudgetSlack || math.Abs(u) <= budgetFloor {
+		return
+	}
+	// Time outside TTFT and decode while requests wait is most likely queue
+	// wait the server's TTFT leaves out: TTFT bounds on the queue no longer hold.
+	if w := e.Values.Service.Waiting.Mean; u > 0 && Present(w) && w >= 0.5 && c.TTFTFromArrival == 1 {
+		c.TTFTFromArrival = 0
+	}
+	e.Text["stage.budget_gap"] = budgetReason(e, u)
+}
+
+// Budget gap tolerance: the parts may miss the whole by this share of mean
+// end-to-end (and this many seconds) before the gap is named.
+const (
+	BudgetSlack = 0.2
+	budgetFloor = 0.05
+)
+
+// budgetReason names the likely reasons the parts miss the whole.
+func budgetReason(e *Evidence, u float64) string {
+	v := e.Values
+	var why []string
+	if w := v.Cond.WindowSeconds; Present(w) && w > 0 && v.Service.E2E.Mean > 0.5*w {
+		why = append(why, fmt.Sprintf("requests last about as long as the window (mean end-to-end %s, window %s), so end-to-end and the stage times count different requests", secs(v.Service.E2E.Mean), secs(w)))
+	}
+	if u > 0 {
+		w := v.Service.Waiting.Mean
+		switch {
+		case !Present(v.Stage.Queue.Mean) && Present(w) && w >= 0.5:
+			why = append(why, fmt.Sprintf("requests waited (%.0f on average) and no queue-time histogram was read: queue wait before the server starts its TTFT clock (some servers time TTFT from scheduling) would be here", w))
+		case !Present(v.Stage.Queue.Mean):
+			why = append(why, "no queue-time histogram was read: queue wait before the server starts its TTFT clock (some servers time TTFT from scheduling) would be here")
+		case Present(w) && w >= 0.5:
+			why = append(why, fmt.Sprintf("requests waited (%.0f on average): the server's TTFT may start at scheduling and leave part of the wait out", w))
+		}
+	}
+	if len(why) == 0 {
+		why = append(why, "the histograms count different requests (TTFT at the first token, decode and end-to-end at the finish), or the server times its stages from other moments")
+	}
+	return "Likely: " + strings.Join(why, "; ") + "."
 }
 
 // decodeFromParts derives mean decode time as mean end-to-end − mean TTFT
@@ -193,6 +296,10 @@ func countsAgree(e *Evidence) {
 		tol = math.Max(tol, r)
 	}
 	for _, c := range cs {
+		if c.path == "stage.queue" && c.count < ref-tol {
+			queueWaitersOnly(e, ref)
+			continue
+		}
 		if math.Abs(c.count-ref) > tol {
 			e.AddInconsistency(Inconsistency{Check: "count-mismatch", Fields: []string{c.path},
 				Note: fmt.Sprintf("%s counted %.0f requests where its sibling histograms counted %.0f: it is withheld", c.path, c.count, ref)})
@@ -220,6 +327,29 @@ func countsAgree(e *Evidence) {
 					n, ref, tol, n-ref)})
 		}
 	}
+}
+
+// queueWaitersOnly reads a queue-time histogram that counted fewer requests
+// than its siblings as one that counts only the requests that waited (some
+// servers observe queue time only then): the others waited zero, so the
+// mean over every finished request is its sum over all of them. Fewer
+// observations is not a contradiction by itself; the budget check then
+// shows whether the parts add up.
+func queueWaitersOnly(e *Evidence, all float64) {
+	q := &e.Values.Stage.Queue
+	n := q.Count
+	if !Present(q.Mean) || n <= 0 {
+		return
+	}
+	q.Mean = q.Mean * n / all
+	q.Count = all
+	// Quantiles over the waiters are not quantiles over all requests.
+	q.P50, q.P90, q.P95, q.P99 = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	src, _ := e.SourceOf("stage.queue")
+	src.Note = fmt.Sprintf("counted %.0f of %.0f finished requests (those that waited, on servers that observe only them): mean over all, the others at zero; its quantiles are left out", n, all)
+	e.Cite("stage.queue", src)
+	e.Notes = append(e.Notes, fmt.Sprintf("the queue-time histogram counted %.0f requests where its siblings counted %.0f: read as counting only the requests that waited, so mean queue wait is %s over all of them (the others at zero) and its quantiles are left out",
+		n, all, secs(q.Mean)))
 }
 
 // sameRequests names a request file that cannot cover the requests the

@@ -96,11 +96,21 @@ func TestContradictionsWithholdWhatTheyName(t *testing.T) {
 func TestSiblingCountsMustAgree(t *testing.T) {
 	e := withStages(2, 1.5, 0.4, 6, 8)
 	e.Values.Cond.PromptTokens = dist(1000, 900)
-	e.Values.Stage.Queue.Count = 480 // half the window: a truncated or mixed file
+	e.Values.Stage.Prefill.Count = 480 // half the window: a truncated or mixed file
 	e.Values.Service.Running.Max = 20
 	Check(e)
-	if checks(e) != "count-mismatch:stage.queue" || Present(e.Values.Stage.Share.Queue) {
-		t.Fatalf("checks %q share %v", checks(e), e.Values.Stage.Share.Queue)
+	if checks(e) != "count-mismatch:stage.prefill" || Present(e.Values.Stage.Share.Prefill) {
+		t.Fatalf("checks %q share %v", checks(e), e.Values.Stage.Share.Prefill)
+	}
+	// A queue histogram counting fewer requests is one that counts only
+	// those that waited: used, over all requests, and said.
+	e = withStages(2, 1.5, 0.4, 6, 8)
+	e.Values.Cond.PromptTokens = dist(1000, 900)
+	e.Values.Stage.Queue.Count = 480
+	e.Values.Service.Running.Max = 20
+	Check(e)
+	if checks(e) != "" || math.Abs(e.Values.Stage.Queue.Mean-0.72) > 1e-9 || len(e.Notes) != 1 || Present(e.Values.Stage.Queue.P99) {
+		t.Fatalf("checks %q queue %+v notes %q", checks(e), e.Values.Stage.Queue, e.Notes)
 	}
 	// Within the requests in flight it is the normal gap between scheduling
 	// and finishing.

@@ -7,8 +7,10 @@
 package evidence
 
 import (
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -50,6 +52,15 @@ type Cond struct {
 	// or from the config.
 	WeightBytes   float64 `expr:"weight_bytes"`
 	WindowSeconds float64 `expr:"window_seconds"`
+	// The targets a healthy verdict is judged against: defaults for
+	// interactive serving, or the configuration's (--slo).
+	TargetTTFTP99 float64 `expr:"target_ttft_p99"`
+	TargetTPOT    float64 `expr:"target_tpot"`
+	TargetE2EP99  float64 `expr:"target_e2e_p99"`
+	// TTFTFromArrival is 1 while nothing contradicts that the server's TTFT
+	// starts at arrival and so holds the queue wait, 0 when the evidence
+	// shows it starts later.
+	TTFTFromArrival float64 `expr:"ttft_from_arrival"`
 	// StageMetrics is 1 when the server exports request queue and prefill
 	// times, 0 when it exports metrics without them.
 	StageMetrics float64 `expr:"stage_metrics"`
@@ -85,12 +96,19 @@ type Stage struct {
 	// TTFTP99Trend its fitted change from start to end relative to its mean.
 	TTFTP99Steps Series  `expr:"ttft_p99_steps"`
 	TTFTP99Trend float64 `expr:"ttft_p99_trend"`
+	// The least TTFT p99 and the median gap between tokens can be: the
+	// lower bound of the histogram bucket each was interpolated in, or the
+	// value itself where it is exact. A target is missed only when this is.
+	TTFTP99AtLeast float64 `expr:"ttft_p99_at_least"`
+	ITLP50AtLeast  float64 `expr:"itl_p50_at_least"`
 	// ITLStalls counts inter-token gaps over 500 ms: one per stalled stream.
 	ITLStalls float64 `expr:"itl_stalls"`
 	// ITLStallSeconds is the time streams spent frozen in those gaps.
 	ITLStallSeconds float64 `expr:"itl_stall_seconds"`
 	// Share is how much of the latency users see each stage holds.
 	Share Shares `expr:"share"`
+	// Budget is mean end-to-end as the sum of the stages the server times.
+	Budget Budget `expr:"budget"`
 	// ShareMax bounds each share from above where the share itself is
 	// unknown (TTFT withheld: a stage is at most its part of queue +
 	// prefill); equal to Share where that is known.
@@ -106,6 +124,21 @@ type Shares struct {
 	Front   float64 `expr:"front"`
 	Decode  float64 `expr:"decode"`
 	ITLTail float64 `expr:"itl_tail"`
+}
+
+// Budget splits mean end-to-end latency into what users wait for the first
+// token and decode, plus what no stage the server times accounts for. Check
+// fills it where end-to-end and its parts are measured apart.
+type Budget struct {
+	E2E        float64 `expr:"e2e"`
+	FirstToken float64 `expr:"first_token"`
+	Decode     float64 `expr:"decode"`
+	// Unexplained is end-to-end − first token − decode: negative when the
+	// parts exceed the whole.
+	Unexplained      float64 `expr:"unexplained"`
+	UnexplainedShare float64 `expr:"unexplained_share"`
+	// QueueShare is mean queue wait over mean end-to-end.
+	QueueShare float64 `expr:"queue_share"`
 }
 
 // Service is what users of the service see.
@@ -141,6 +174,8 @@ type Service struct {
 	Waiting             Series  `expr:"waiting"`
 	// Swapped are requests whose KV blocks were moved to CPU memory (V0).
 	Swapped Series `expr:"swapped"`
+	// E2EP99AtLeast is the least end-to-end p99 can be (as Stage's).
+	E2EP99AtLeast float64 `expr:"e2e_p99_at_least"`
 	// StreamTPS is tokens generated per second per running request: the
 	// decode speed one stream sees.
 	StreamTPS float64 `expr:"stream_tps"`
@@ -227,6 +262,46 @@ type Evidence struct {
 	Inconsistencies []Inconsistency
 	// Engine is the serving engine's vocabulary (nil: not known).
 	Engine *Engine
+	// Notes say how the checks read evidence that was used, not withheld
+	// (a queue histogram counting only the requests that waited).
+	Notes []string
+	// trusting: checks record no contradiction, so every value is read as
+	// given (what withheld evidence would say).
+	trusting bool
+}
+
+// Clone copies the evidence deeply enough that checking or changing the
+// copy leaves the original as it was.
+func (e *Evidence) Clone() *Evidence {
+	c := *e
+	c.Sources = maps.Clone(e.Sources)
+	c.Text = maps.Clone(e.Text)
+	c.Curves = maps.Clone(e.Curves)
+	c.Resolution = maps.Clone(e.Resolution)
+	c.Inconsistencies = slices.Clone(e.Inconsistencies)
+	c.Notes = slices.Clone(e.Notes)
+	c.Members = make([]*Evidence, len(e.Members))
+	for i, m := range e.Members {
+		c.Members[i] = m.Clone()
+	}
+	if c.Text == nil {
+		c.Text = map[string]string{}
+	}
+	return &c
+}
+
+// CheckTrusting derives what Check derives with nothing withheld: what the
+// evidence would say if every number in it were right.
+func CheckTrusting(e *Evidence) {
+	var mark func(*Evidence)
+	mark = func(x *Evidence) {
+		x.trusting = true
+		for _, m := range x.Members {
+			mark(m)
+		}
+	}
+	mark(e)
+	Check(e)
 }
 
 // Inconsistency is evidence that contradicts itself or physics, or that
@@ -255,6 +330,9 @@ func (e *Evidence) Inconsistent(path string) string {
 
 // AddInconsistency records one, once per check and fields.
 func (e *Evidence) AddInconsistency(in Inconsistency) {
+	if e.trusting {
+		return
+	}
 	for _, x := range e.Inconsistencies {
 		if x.Check == in.Check && strings.Join(x.Fields, ",") == strings.Join(in.Fields, ",") {
 			return
@@ -267,6 +345,7 @@ func (e *Evidence) AddInconsistency(in Inconsistency) {
 var TextFields = map[string]string{
 	"service.ttft_p99_outlier": "the instance whose TTFT p99 is furthest above its peers'",
 	"service.waiting_outlier":  "the instance whose waiting queue is furthest above its peers'",
+	"stage.budget_gap":         "the likely reasons the stages the server times miss mean end-to-end",
 }
 
 // New returns evidence with every value missing.

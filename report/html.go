@@ -111,6 +111,10 @@ type pageTarget struct {
 	Unchecked               string
 	// Tentative says what a tentative verdict rests on and what would confirm it.
 	Tentative                string
+	// Against are what kept a target from healthy beyond the summary's
+	// first; Judged names the targets it was judged against.
+	Against []string
+	Judged  string
 	Bounded, Inconsistencies []string
 	Conditions               []string
 	Latency                  *pageLatency
@@ -392,6 +396,12 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 		}
 	}
 	pt.Tentative = t.Primary.TentativeLine()
+	pt.Judged = t.Primary.JudgedLine()
+	for i, a := range t.Primary.Against {
+		if i > 0 && t.Primary.Bottleneck == "unknown" {
+			pt.Against = append(pt.Against, "also against healthy: "+a.Why)
+		}
+	}
 	if t.Primary.Found() && len(t.Primary.Unchecked) > 0 {
 		pt.Unchecked = "Could not check: " + strings.Join(t.Primary.Unchecked, ", ") + " (see the gaps below)."
 	}
@@ -497,7 +507,11 @@ func latencyPage(id string, m advisor.LatencyMap, preemptions float64) (*pageLat
 				parts = append(parts, x.name+" "+units.Duration(*x.v))
 			}
 		}
-		return nil, "TTFT is withheld (see the contradiction above); the parts' means: " + strings.Join(parts, " · ")
+		msg := "TTFT is withheld (see the contradiction above); the parts' means: " + strings.Join(parts, " · ")
+		if b := m.BudgetLine(); b != "" {
+			msg += "; " + b
+		}
+		return nil, msg
 	}
 	l := &pageLatency{Title: fmt.Sprintf("Latency map (mean TTFT %s)", units.Duration(*m.TTFT))}
 	if m.TTFTExcludesQueue {
@@ -549,6 +563,12 @@ func latencyPage(id string, m advisor.LatencyMap, preemptions float64) (*pageLat
 				Share: units.WholePercent(*m.Decode / *m.E2E) + " of end-to-end", Hint: "generating the output"})
 		}
 		l.Then = then
+	}
+	if b := m.BudgetLine(); b != "" {
+		l.Then = b
+		if m.Unexplained == nil && m.Decode != nil && !withDecode {
+			l.Then += " (mean TTFT and mean decode cover different requests, so decode is not stacked on TTFT)"
+		}
 	}
 	if withDecode {
 		segs = append(segs, chart.Segment{Name: "decode", Value: *m.Decode})

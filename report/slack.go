@@ -293,6 +293,14 @@ func slackSummary(t advisor.TargetReport) string {
 	if line := p.TentativeLine(); line != "" {
 		s += "\n_" + esc(line) + "_"
 	}
+	for i, a := range p.Against {
+		if i > 0 && p.Bottleneck == "unknown" {
+			s += "\n! also against healthy: " + esc(slackLine(a.Why))
+		}
+	}
+	if line := p.JudgedLine(); line != "" {
+		s += "\n_" + esc(line) + "_"
+	}
 	s = cutMrkdwn(s, 1000)
 	for i, in := range t.Inconsistencies {
 		if i == 2 {
@@ -329,6 +337,9 @@ func slackLatency(m advisor.LatencyMap) string {
 				parts = append(parts, x.name+" "+units.Duration(*x.v))
 			}
 		}
+		if b := m.BudgetLine(); b != "" {
+			client = "\n" + b + client
+		}
 		switch {
 		case len(parts) > 0:
 			return "*Latency map*: TTFT withheld (the evidence contradicts itself), so no shares; mean " + strings.Join(parts, " · ") + client
@@ -360,6 +371,9 @@ func slackLatency(m advisor.LatencyMap) string {
 		share := *m.Decode / *m.E2E
 		rows = append(rows, fmt.Sprintf("%-8s %7s %4s %s of end-to-end %s", "decode", units.Duration(*m.Decode), units.WholePercent(share),
 			bar(share), units.Duration(*m.E2E)))
+	}
+	if b := m.BudgetLine(); b != "" {
+		client = "\n" + b + client
 	}
 	return title + "\n```" + strings.Join(rows, "\n") + "```" + client
 }

@@ -401,6 +401,14 @@ func (p *printer) target(t advisor.TargetReport) {
 	if line := suppressedLine(t, p.details); line != "" {
 		p.wrap("  ", p.st.warn.Render("! ")+line)
 	}
+	for i, a := range pr.Against {
+		if i > 0 && pr.Bottleneck == "unknown" {
+			p.wrap("  ", p.st.warn.Render("! ")+"also against healthy: "+a.Why)
+		}
+	}
+	if line := pr.JudgedLine(); line != "" {
+		p.wrap("  ", p.st.dim.Render(line))
+	}
 	if pr.Found() && len(pr.Unchecked) > 0 {
 		see := "see Could not check"
 		if !p.details {
@@ -685,6 +693,9 @@ func (p *printer) latency(m advisor.LatencyMap) {
 				}
 			}
 			p.wrap("  ", "mean "+strings.Join(parts, " · "))
+			if b := m.BudgetLine(); b != "" {
+				p.wrap("  ", b)
+			}
 		}
 		if m.ClientTTFT != nil {
 			p.section("Latency")
@@ -724,8 +735,8 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		bar := strings.Repeat("█", n) + strings.Repeat("·", barWidth-n)
 		p.line(fmt.Sprintf("  %-8s %8s %4s %s", x.name, units.Duration(*x.v), units.WholePercent(share), bar))
 	}
-	if m.Decode != nil && m.E2E != nil {
-		p.wrap("  ", fmt.Sprintf("then decode %s of mean end-to-end %s", units.Duration(*m.Decode), units.Duration(*m.E2E)))
+	if b := m.BudgetLine(); b != "" {
+		p.wrap("  ", b)
 	}
 	if m.ClientTTFT != nil {
 		p.clientLine(m)

@@ -92,6 +92,9 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
 	}
+	if c.SLO != (SLO{}) {
+		c.SLOFrom = name
+	}
 	for _, k := range c.knobs() {
 		if math.IsNaN(*k.v) {
 			*k.v = 0

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // lit echoes a number as the user wrote it.
@@ -95,6 +96,14 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: BadValue, Rule: id,
 					Problem: fmt.Sprintf("%s is not above 0 (the rule's default is %s)", lit(x), lit(def))}
 			}
+		}
+	}
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{{"slo.ttft_p99", c.SLO.TTFTP99}, {"slo.tpot_p50", c.SLO.TPOT}, {"slo.e2e_p99", c.SLO.E2EP99}} {
+		if t.d < 0 || (t.d > 0 && t.d < time.Millisecond) {
+			return bad(t.key, fmt.Sprintf("%v is out of range: want a duration like 2s or 50ms", t.d))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.GPUs)) {

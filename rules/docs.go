@@ -84,6 +84,9 @@ func docPage(r *Rule) page {
 		add(section, "Fires when")
 	}
 	add(code, strings.TrimSpace(r.When))
+	if r.DeniesHealthy {
+		add(para, "Where it fires the target is not healthy, whatever the severity: unless another finding names a cause, the verdict is inconclusive, with this finding as what stands against healthy.")
+	}
 	if r.Plain != "" {
 		add(section, "On one reading")
 		add(para, "Where the gauges it reads rest on fewer samples than a window needs (one snapshot), it fires on what one reading shows plainly, and its finding and the verdict it leads to are tentative:")

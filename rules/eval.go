@@ -788,6 +788,12 @@ type Config struct {
 	GPUs     map[string]GPUConfig `yaml:"gpus"`
 	Rules    map[string]Override  `yaml:"rules"`
 	Suppress []Suppression        `yaml:"suppress"`
+	// SLO are the targets a healthy verdict is judged against; unset ones
+	// are the defaults for interactive serving (DefaultSLO).
+	SLO SLO `yaml:"slo"`
+	// SLOFrom names where SLO came from (llmdoctor.yaml, --slo); "" when
+	// every target is a default.
+	SLOFrom string `yaml:"-"`
 	// File is the file the config was read from; "" when none was.
 	File string `yaml:"-"`
 	// Now is the time suppressions expire against (zero: time.Now()).
@@ -795,6 +801,54 @@ type Config struct {
 	// KeepNeeds evaluates rules even when a source they need is absent (the
 	// checklist: there, absent evidence is "cannot check").
 	KeepNeeds bool `yaml:"-"`
+}
+
+// SLO are latency targets. Zero means the default.
+type SLO struct {
+	TTFTP99 time.Duration `yaml:"ttft_p99"`
+	TPOT    time.Duration `yaml:"tpot_p50"`
+	E2EP99  time.Duration `yaml:"e2e_p99"`
+}
+
+// DefaultSLO are targets for interactive serving: a first token within 2 s
+// for 99 requests in 100 and 20 tokens/s for the median request (50 ms per
+// output token). End-to-end has no fixed default: an answer's length is the
+// client's choice, so its target is what the other two allow for the
+// longest answers (TTFT target + p99 output tokens × per-token target).
+var DefaultSLO = SLO{TTFTP99: 2 * time.Second, TPOT: 50 * time.Millisecond}
+
+// Targets returns the SLO with defaults filled in.
+func (c *Config) Targets() SLO {
+	t := c.SLO
+	if t.TTFTP99 <= 0 {
+		t.TTFTP99 = DefaultSLO.TTFTP99
+	}
+	if t.TPOT <= 0 {
+		t.TPOT = DefaultSLO.TPOT
+	}
+	return t
+}
+
+// E2EFor is the end-to-end p99 target for answers of p99 length outTokens:
+// the one set, or what the TTFT and per-token targets allow; 0 when neither
+// is known.
+func (t SLO) E2EFor(outTokens float64) time.Duration {
+	if t.E2EP99 > 0 {
+		return t.E2EP99
+	}
+	if !(outTokens >= 0) {
+		return 0
+	}
+	return t.TTFTP99 + time.Duration(outTokens*float64(t.TPOT))
+}
+
+// String is how a report names the targets: TTFT p99 ≤ 2s, …
+func (t SLO) String() string {
+	e2e := "TTFT target + p99 output tokens × per-token target"
+	if t.E2EP99 > 0 {
+		e2e = t.E2EP99.String()
+	}
+	return fmt.Sprintf("TTFT p99 ≤ %v, median time per output token ≤ %v, end-to-end p99 ≤ %s", t.TTFTP99, t.TPOT, e2e)
 }
 
 // ModelConfig describes one served model.

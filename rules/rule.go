@@ -116,6 +116,10 @@ type Spec struct {
 	// rule fires on Plain instead of When, and its finding is tentative.
 	// Without it, such a rule cannot run on one reading.
 	Plain string `yaml:"plain"`
+	// DeniesHealthy: where the rule fires, the target is not healthy,
+	// whatever its severity (a target missed, time the budget cannot place):
+	// the verdict is inconclusive unless another finding names the cause.
+	DeniesHealthy bool `yaml:"denies_healthy"`
 	// Stage is the part of user-visible latency the rule's bottleneck holds
 	// or slows; that part's share (stage.share.STAGE) is the finding's impact
 	// unless Impact gives an expression of its own.

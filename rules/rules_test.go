@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"testing"
 )
 
@@ -246,5 +247,30 @@ func TestEmptyConfigIsDefaults(t *testing.T) {
 	}
 	if _, err := ParseConfig("llmdoctor.yaml", []byte("min_samples: 0\n")); err == nil {
 		t.Error("an explicit 0 was taken")
+	}
+}
+
+func TestConfigSLO(t *testing.T) {
+	c, err := ParseConfig("llmdoctor.yaml", []byte("slo: {ttft_p99: 1s, tpot_p50: 30ms}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Targets()
+	if got.TTFTP99 != time.Second || got.TPOT != 30*time.Millisecond || c.SLOFrom != "llmdoctor.yaml" {
+		t.Fatalf("targets %+v from %q", got, c.SLOFrom)
+	}
+	// End-to-end defaults to what the other two allow for the answers.
+	if d := got.E2EFor(500); d != time.Second+15*time.Second {
+		t.Errorf("e2e target for 500 tokens: %v", d)
+	}
+	if d := (SLO{TTFTP99: time.Second, E2EP99: 9 * time.Second}).E2EFor(500); d != 9*time.Second {
+		t.Errorf("a set e2e target is kept: %v", d)
+	}
+	if def := (&Config{}).Targets(); def.TTFTP99 != 2*time.Second || def.TPOT != 50*time.Millisecond || def.E2EP99 != 0 {
+		t.Errorf("defaults %+v", def)
+	}
+	bad, _ := ParseConfig("x", []byte("slo: {ttft_p99: -1s}\n"))
+	if err := bad.checkValues(func(string) (*Rule, bool) { return nil, false }); err == nil || !strings.Contains(err.Error(), "slo.ttft_p99") {
+		t.Errorf("a negative target: %v", err)
 	}
 }

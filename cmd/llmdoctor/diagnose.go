@@ -35,6 +35,7 @@ type diagnoseOpts struct {
 	benchFiles       []string
 	requestFiles     []string
 	snapshotInterval time.Duration
+	slo              string
 	out              outputFlags
 	configPath       string
 	rulesDirs        []string
@@ -82,6 +83,7 @@ func newDiagnose() *cobra.Command {
 	o.out.add(f, report.DiagnosisDoc)
 	addRuleFlags(f, &o.configPath, &o.rulesDirs)
 	f.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above fires (info, warning, critical)")
+	f.StringVar(&o.slo, "slo", "", "targets a healthy verdict is judged against, e.g. ttft_p99=2s,tpot_p50=50ms,e2e_p99=30s (default: interactive serving; see llmdoctor config init)")
 	o.whatif.add(f, true)
 	return c
 }
@@ -112,6 +114,33 @@ func (o *diagnoseOpts) addSourceFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")
 }
 
+// sloTargets reads --slo for diagnose: the targets a healthy verdict is
+// judged against, over those of the configuration.
+func sloTargets(spec string, cfg *rules.Config) error {
+	if strings.TrimSpace(spec) == "" {
+		return nil
+	}
+	for _, part := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if !ok || err != nil || d < time.Millisecond {
+			return usageErr("--slo %q: want NAME=DURATION like ttft_p99=2s", part)
+		}
+		switch strings.TrimSpace(k) {
+		case "ttft_p99":
+			cfg.SLO.TTFTP99 = d
+		case "tpot_p50", "itl_p50":
+			cfg.SLO.TPOT = d
+		case "e2e_p99":
+			cfg.SLO.E2EP99 = d
+		default:
+			return usageErr("--slo %q: diagnose judges against ttft_p99, tpot_p50 and e2e_p99", part)
+		}
+	}
+	cfg.SLOFrom = "--slo"
+	return nil
+}
+
 func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	var failOn rules.Severity
 	if o.failOn != "" {
@@ -130,6 +159,9 @@ func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	}
 	set, cfg, err := loadRulesFlag(o.in, o.configPath, o.rulesDirs)
 	if err != nil {
+		return err
+	}
+	if err := sloTargets(o.slo, cfg); err != nil {
 		return err
 	}
 	wo, err := o.whatif.options(set, cfg, true)
