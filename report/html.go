@@ -110,11 +110,11 @@ type pageTarget struct {
 	Summary, Impact         string
 	Unchecked               string
 	// Tentative says what a tentative verdict rests on and what would confirm it.
-	Tentative                string
+	Tentative string
 	// Against are what kept a target from healthy beyond the summary's
 	// first; Judged names the targets it was judged against.
-	Against []string
-	Judged  string
+	Against                  []string
+	Judged                   string
 	Bounded, Inconsistencies []string
 	Conditions               []string
 	Latency                  *pageLatency
