@@ -74,6 +74,34 @@ func NewAccumulator() *Accumulator {
 		lastStart: math.Inf(-1), Run: Run{RequestRate: math.NaN(), MaxConcurrency: math.NaN()}, q: newQuality("line")}
 }
 
+// streamedShare says from the data whether a multi-token request was
+// streamed: gaps between its tokens recorded one by one settle it; else the
+// time between its first and last token, which a non-streaming response
+// (first token delivered with the last) does not have. How much of
+// end-to-end TTFT is says nothing: queue wait makes TTFT most of it on a
+// busy server that streams.
+func streamedShare(r Record) float64 {
+	gaps := len(r.ITLs)
+	if r.pre != nil {
+		gaps = max(gaps, r.pre.n)
+	}
+	if gaps >= 2 && float64(gaps) >= 0.5*(r.Output-1) {
+		return 1
+	}
+	if r.Streaming != nil && !*r.Streaming {
+		return 0
+	}
+	// Half a millisecond a token is faster than any stream decodes.
+	if r.E2E-r.TTFT >= math.Max(minStreamGap, 0.0005*(r.Output-1)) {
+		return 1
+	}
+	return 0
+}
+
+// minStreamGap is the least time between first and last token that shows
+// the tokens came apart.
+const minStreamGap = 0.005
+
 // Add takes one request as it is; readers validate rows first (take).
 func (a *Accumulator) Add(r Record) {
 	a.n++
@@ -104,13 +132,7 @@ func (a *Accumulator) Add(r Record) {
 	if evidence.Present(r.Output) && r.Output > 1 && evidence.Present(r.TTFT) && evidence.Present(r.E2E) {
 		a.tpot.add((r.E2E - r.TTFT) / (r.Output - 1))
 		a.multi++
-		streamed := r.TTFT < 0.8*r.E2E
-		if r.Streaming != nil {
-			streamed = *r.Streaming && streamed
-		}
-		if streamed {
-			a.streamed++
-		}
+		a.streamed += streamedShare(r)
 	}
 	a.queue.add(r.Queue)
 	a.prefill.add(r.Prefill)
@@ -212,7 +234,7 @@ func (a *Accumulator) Fill(e *evidence.Evidence, from string) {
 	}
 	if a.multi > 0 {
 		v.Service.StreamingShare = a.streamed / a.multi
-		cite("service.streaming_share", "requests whose first token came before 80% of their end-to-end time")
+		cite("service.streaming_share", "multi-token requests whose tokens came one by one: gaps recorded per token, or time between first and last token")
 	}
 	if a.prompt.n >= 2 {
 		mean := a.lenSum / a.prompt.n

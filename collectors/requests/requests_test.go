@@ -223,3 +223,34 @@ func TestMedianIsSortedQuantile(t *testing.T) {
 		}
 	}
 }
+
+// Whether a client streamed is read from the data, not from how much of
+// end-to-end TTFT is: on a queue-bound server that streams, queue wait makes
+// TTFT 90% of it.
+func TestStreamingFromTheData(t *testing.T) {
+	gaps := make([]float64, 99)
+	for i := range gaps {
+		gaps[i] = 0.01
+	}
+	cases := []struct {
+		name string
+		r    Record
+		want float64
+	}{
+		{"per-token gaps behind a long queue", Record{TTFT: 9, E2E: 10, Output: 100, ITLs: gaps}, 1},
+		{"no gaps, a second between first and last token", Record{TTFT: 9, E2E: 10, Output: 100}, 1},
+		{"first token with the last", Record{TTFT: 10, E2E: 10, Output: 100}, 0},
+		{"marked non-streaming", Record{TTFT: 2, E2E: 10, Output: 100, Streaming: new(bool)}, 0},
+	}
+	for _, c := range cases {
+		a := NewAccumulator()
+		for range 10 {
+			a.Add(c.r)
+		}
+		e := evidence.New(evidence.Target{})
+		a.Fill(e, "t")
+		if got := e.Values.Service.StreamingShare; got != c.want {
+			t.Errorf("%s: streaming share %v, want %v", c.name, got, c.want)
+		}
+	}
+}
