@@ -3,8 +3,10 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/evidence"
@@ -199,6 +201,16 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	b.v = &b.e.Values
 	v := b.v
 	secs := w.Seconds()
+	// Rates are over the time the data covers: a window longer than its
+	// data would divide increases by time nothing was recorded in.
+	if cov := w.Covered(); cov < coveredShare*secs {
+		note := fmt.Sprintf("the data covers %s of the %s window (%.0f%%): rates are over the time covered, and the window is taken to be that long",
+			time.Duration(cov*float64(time.Second)).Round(time.Second), time.Duration(secs*float64(time.Second)).Round(time.Second), 100*cov/secs)
+		if !slices.Contains(w.Notes, note) {
+			w.Notes = append(w.Notes, note)
+		}
+		secs = cov
+	}
 
 	v.Cond.PromptTokens = b.dist(PromptLen, "cond.prompt_tokens")
 	v.Cond.ComputedPromptTokens = b.dist(ComputedPrompt, "cond.computed_prompt_tokens")
@@ -213,7 +225,7 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 		b.e.Cite("cond.weight_bytes", evidence.Source{Metric: "derived", Note: "weight-size preset for the served model name"})
 	}
 	if !math.IsNaN(secs) {
-		b.e.Cite("cond.window_seconds", evidence.Source{Metric: "derived", From: w.From, Note: "window end − start"})
+		b.e.Cite("cond.window_seconds", evidence.Source{Metric: "derived", From: w.From, Note: "window end − start, or the part the data covers"})
 	}
 	b.cacheConfig()
 	if r := eng.rankLabel(); r != "" {
@@ -345,3 +357,7 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	}
 	return b.e
 }
+
+// coveredShare: data covering less of its window than this is named, and
+// rates are over what it covers.
+const coveredShare = 0.9

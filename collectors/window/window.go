@@ -141,6 +141,45 @@ func (w *Window) Seconds() float64 {
 	return w.End.Sub(w.Start).Seconds()
 }
 
+// Covered is the part of the window the data covers: from the first point
+// any gauge series has a sample at to the last. A Prometheus window longer
+// than the data in it (a server started two minutes ago, a 15-minute
+// window) counts increases over the data, so rates are over this time, not
+// the window's. It is the window's length when the points say nothing
+// (fewer than three, no gauges, cumulative).
+func (w *Window) Covered() float64 {
+	secs := w.Seconds()
+	if w.Points < 3 || math.IsNaN(secs) {
+		return secs
+	}
+	first, last := -1, -1
+	for _, gs := range w.Gauges {
+		for _, g := range gs {
+			for i, x := range g.Points {
+				if math.IsNaN(x) {
+					continue
+				}
+				if first < 0 || i < first {
+					first = i
+				}
+				if i > last {
+					last = i
+				}
+			}
+		}
+	}
+	if first < 0 || (first == 0 && last == w.Points-1) {
+		return secs
+	}
+	// One step's worth beyond the first and last samples: a series seen at
+	// one step was there for about that long.
+	step := secs / float64(w.Points-1)
+	if len(w.Times) == w.Points {
+		return math.Min(secs, w.Times[last].Sub(w.Times[first]).Seconds()+step)
+	}
+	return math.Min(secs, float64(last-first+1)*step)
+}
+
 // CounterIncrease returns the increase of a counter from its samples, treating
 // any drop as a restart from zero, as Prometheus's increase() does (without
 // extrapolation to the window edges: the samples are the window's edges).

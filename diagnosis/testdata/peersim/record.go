@@ -111,15 +111,15 @@ var scenarios = []Scenario{
 	},
 	{
 		Name: "queue-at-cap", SimFlags: join(seqs(4), fastPrefill(), itl("15ms", "2ms")),
-		Rate: 3.5, Prompt: [2]int{200, 1000}, Output: [2]int{80, 120}, WarmupS: 10, WindowS: 60,
+		Rate: 4.5, Prompt: [2]int{200, 1000}, Output: [2]int{80, 120}, WarmupS: 10, WindowS: 60,
 		Verdict: "queueing", Accept: []string{"kv-capacity"},
-		Why: "A request holds one of 4 slots for ~1.6 s (TTFT 50-90 ms + 100 x 15 ms), so capacity is ~2.5 req/s; 3.5 req/s arrive, the waiting queue grows through the window and queue wait (seconds to tens of seconds) dwarfs prefill and decode.",
+		Why: "A request holds one of 4 slots for ~1.6 s (TTFT 50-90 ms + 100 x 15 ms), so capacity is ~2.5 req/s; 4.5 req/s arrive (~1.8x), all 4 slots stay full, the waiting queue grows through the window and queue wait (tens of seconds) dwarfs prefill and decode.",
 	},
 	{
 		Name: "queue-moderate", SimFlags: join(seqs(8), fastPrefill(), itl("15ms", "2ms")),
-		Rate: 5.7, Prompt: [2]int{200, 1000}, Output: [2]int{80, 120}, WarmupS: 10, WindowS: 60,
+		Rate: 5.4, Prompt: [2]int{200, 1000}, Output: [2]int{80, 120}, WarmupS: 10, WindowS: 60,
 		Verdict: "queueing", Accept: []string{"kv-capacity"},
-		Why: "8 slots x ~1.6 s per request gives ~5.1 req/s capacity; 5.7 req/s arrive (~1.1x), so the queue builds slowly through the window and queue wait grows to seconds while prefill (50-90 ms) and ITL (15 ms) stay fast.",
+		Why: "8 slots x ~1.6 s per request gives ~5.1 req/s capacity; 5.4 req/s arrive (~1.06x), so the queue builds slowly through the window and queue wait grows to seconds while prefill (50-90 ms) and ITL (15 ms) stay fast.",
 	},
 	{
 		Name: "burst", SimFlags: join(seqs(8), fastPrefill(), itl("15ms", "2ms")),
