@@ -35,7 +35,10 @@ type Options struct {
 	Window time.Duration
 	End    time.Time
 	Step   time.Duration
-	// Selector holds label matchers added to every query: namespace="prod".
+	// Selector holds label matchers that narrow every query:
+	// namespace="prod". A family whose series lack a label it names
+	// (dcgm-exporter's, cache_config_info without model_name) gets the rest
+	// and is joined to the engine series it matches (scope.go).
 	Selector string
 	// GroupBy are the target labels (default model_name); the engines'
 	// member labels (instance, engine, dp_rank) are always kept so that
