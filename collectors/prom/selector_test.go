@@ -174,6 +174,18 @@ func TestSelectorJoinsSeriesWithoutItsLabels(t *testing.T) {
 					ds = l.ds
 				}
 			}
+			// Without a selector too, each model's KV configuration is its
+			// own server's.
+			own := map[string]string{}
+			for _, in := range all.w.Infos["vllm:cache_config_info"] {
+				own[in.Labels["instance"]] = in.Labels["num_gpu_blocks"]
+			}
+			instance := map[string]string{small: ds[0].Labels["instance"], large: ds[1].Labels["instance"]}
+			for _, e := range all.evs {
+				if got, want := fmt.Sprint(e.Values.Cond.GPUBlocks), own[instance[e.Target.Model]]; got != want {
+					t.Errorf("without a selector %s has %s GPU blocks, want %s", e.Target.Model, got, want)
+				}
+			}
 			for i, model := range []string{small, large} {
 				want, inst := []int{1, 8}[i], ds[i].Labels["instance"]
 				r := readSelected(t, url, end, sel(model))
