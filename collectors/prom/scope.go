@@ -183,6 +183,9 @@ type joined struct {
 // as given.
 func (c *Collector) scopeNames(ctx context.Context, start, end time.Time, names map[string]bool) (map[string]bool, error) {
 	c.scope = map[string]string{}
+	c.mu.Lock()
+	c.scopes = nil
+	c.mu.Unlock()
 	sel := strings.TrimSpace(c.opt.Selector)
 	if sel == "" {
 		return names, nil
