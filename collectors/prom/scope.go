@@ -422,7 +422,7 @@ func (c *Collector) join(ctx context.Context, ms []matcher, out map[string]bool,
 		}
 	}
 	// One scope per source and outcome, in the order of the families.
-	byText := map[string]int{}
+	said := map[string]bool{}
 	for _, j := range js {
 		r, ok := res[j.name]
 		if !ok {
@@ -440,8 +440,8 @@ func (c *Collector) join(ctx context.Context, ms []matcher, out map[string]bool,
 			s.Note = fmt.Sprintf("%s of %s %s left out: engine series outside the selector share it", what, r.through, listed(r.shared))
 		}
 		k := fmt.Sprintf("%s|%v|%v|%s|%v|%s", s.Families, s.Matched, s.JoinedTo, s.Through, s.Read, s.Note)
-		if _, dup := byText[k]; !dup {
-			byText[k] = len(scopes)
+		if !said[k] {
+			said[k] = true
 			scopes = append(scopes, s)
 		}
 	}
