@@ -46,6 +46,27 @@ type Source struct {
 	// them were left out as invalid, by reason.
 	Rows    int            `json:"rows,omitempty"`
 	Skipped map[string]int `json:"skipped,omitempty"`
+	// Scopes say how a selector reached each family of a Prometheus
+	// source's series: as given, or joined to the engine series it matches.
+	Scopes []Scope `json:"scopes,omitempty"`
+}
+
+// Scope is how a selector reached one family of series: an engine's
+// (vllm), an exporter's (dcgm) or one engine family whose series lack
+// labels the others carry (vllm:cache_config_info).
+type Scope struct {
+	Families string `json:"families"`
+	// Matched are the selector's matchers applied to the series as given.
+	Matched []string `json:"matched,omitempty"`
+	// JoinedTo are the matchers on labels the series lack: they were read
+	// where they share Through (instance, pod, node or host) with the
+	// engine series these match.
+	JoinedTo []string `json:"joined_to,omitempty"`
+	Through  string   `json:"through,omitempty"`
+	// Read is false when none of the series was read; Note says why, or
+	// what else was left out.
+	Read bool   `json:"read"`
+	Note string `json:"note,omitempty"`
 }
 
 // Window says what time the evidence covers.

@@ -84,6 +84,9 @@ func Read(ctx context.Context, src Sources, progress func(Progress)) (*Input, er
 		for j, n := range s.Notes {
 			s.Notes[j] = sec.String(n)
 		}
+		for j := range s.Scopes {
+			s.Scopes[j].Note = sec.String(s.Scopes[j].Note)
+		}
 	}
 	if w := in.Window; w != nil {
 		w.From = sec.String(w.From)
@@ -209,7 +212,12 @@ func (s Sources) readProm(ctx context.Context, notify func(Progress)) (*window.W
 		return nil, nil, &ReadError{Kind: KindPrometheus, Name: p.Connection.Redacted(), Err: err}
 	}
 	notify(Progress{Stage: StageQuery, Message: fmt.Sprintf("%d queries answered", c.Queries()), Done: true})
-	return w, []advisor.Source{{Kind: KindPrometheus, URL: p.Connection.Redacted(), OK: true, Queries: c.Queries()}}, nil
+	src := advisor.Source{Kind: KindPrometheus, URL: p.Connection.Redacted(), OK: true, Queries: c.Queries()}
+	for _, sc := range c.Scopes() {
+		src.Scopes = append(src.Scopes, advisor.Scope{Families: sc.Families, Matched: sc.Matched, JoinedTo: sc.JoinedTo,
+			Through: sc.Through, Read: sc.Read, Note: sc.Note})
+	}
+	return w, []advisor.Source{src}, nil
 }
 
 func (s Sources) readLog(notify func(Progress)) (*window.Window, []advisor.Source, error) {

@@ -376,6 +376,7 @@ func pageSources(src []advisor.Source) []pageSource {
 			detail = append(detail, s.Error)
 		}
 		detail = append(detail, s.Notes...)
+		detail = append(detail, scopeTexts(s.Scopes)...)
 		ps.Detail = strings.Join(detail, "; ")
 		out = append(out, ps)
 	}

@@ -293,10 +293,41 @@ func sourceLine(s advisor.Source) string {
 		mark = "✗"
 		where += ": " + s.Error
 	}
-	if len(s.Notes) > 0 {
-		where += ": " + strings.Join(s.Notes, "; ")
+	if detail := append(append([]string{}, s.Notes...), scopeTexts(s.Scopes)...); len(detail) > 0 {
+		where += ": " + strings.Join(detail, "; ")
 	}
 	return fmt.Sprintf("%s %s %s", mark, s.Kind, where)
+}
+
+// scopeTexts say how a selector reached each family of a source's series:
+// "vllm by model_name="m"", "dcgm joined to model_name="m" through pod",
+// "dcgm left out: …".
+func scopeTexts(ss []advisor.Scope) []string {
+	var out []string
+	for _, s := range ss {
+		var t string
+		switch {
+		case !s.Read:
+			t = s.Families + " left out"
+			if s.Note != "" {
+				t += ": " + s.Note
+			}
+			out = append(out, t)
+			continue
+		case len(s.JoinedTo) == 0:
+			t = s.Families + " by " + strings.Join(s.Matched, ",")
+		default:
+			t = s.Families + " joined to " + strings.Join(s.JoinedTo, ",") + " through " + s.Through
+			if len(s.Matched) > 0 {
+				t += ", by " + strings.Join(s.Matched, ",")
+			}
+		}
+		if s.Note != "" {
+			t += " (" + s.Note + ")"
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 func windowText(d *advisor.Diagnosis) string {

@@ -292,7 +292,9 @@ func TestMissingDCGMIsNamedNotAVerdict(t *testing.T) {
 	t.Parallel()
 	fx := backfilledProm(t)
 	end := strconv.FormatInt(fx.ends["moe-bandwidth"].Unix(), 10)
-	// DCGM series carry no engine label, so this selector leaves them out.
+	// DCGM series carry no engine label, and share no instance, pod, node
+	// or host with the backfill's engine series to be joined through, so
+	// this selector leaves them out (and the source says so).
 	code, out, errOut := runCLI(t, "diagnose", "--format", "json", "--prom", fx.url, "--end", end, "--selector", `engine="0"`)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -308,6 +310,19 @@ func TestMissingDCGMIsNamedNotAVerdict(t *testing.T) {
 		}
 	}
 	json.Unmarshal([]byte(out), &d)
+	var scoped struct {
+		Sources []struct {
+			Scopes []struct{ Families, Note string }
+		}
+	}
+	json.Unmarshal([]byte(out), &scoped)
+	said := false
+	for _, s := range scoped.Sources[0].Scopes {
+		said = said || s.Families == "dcgm" && strings.Contains(s.Note, "share no instance, pod, node or host")
+	}
+	if !said {
+		t.Errorf("the source does not say why DCGM was left out: %+v", scoped.Sources)
+	}
 	tg := d.Targets[0]
 	named := false
 	for _, s := range tg.Skipped {

@@ -37,7 +37,7 @@ func (p *promFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&p.window, "window", 15*time.Minute, "with --prom: how much history to diagnose")
 	f.StringVar(&p.end, "end", "", "with --prom: end of the window: now, now-2h, RFC 3339 or Unix seconds")
 	f.DurationVar(&p.step, "step", 0, "with --prom: resolution of gauges over the window (default window/60, at least 15s)")
-	f.StringVar(&p.selector, "selector", "", `with --prom: label matchers added to every query, e.g. namespace="prod"`)
+	f.StringVar(&p.selector, "selector", "", `with --prom: label matchers that narrow every query, e.g. namespace="prod"; series without their labels (DCGM's) are joined through instance, pod, node or host`)
 	f.StringVar(&p.tokenFile, "prom-token-file", "", "file holding a bearer token (- for stdin; or set LLMDOCTOR_PROM_TOKEN)")
 	f.StringVar(&p.user, "prom-user", "", "basic-auth user; the password comes from LLMDOCTOR_PROM_PASSWORD")
 	f.StringVar(&p.ca, "prom-ca", "", "CA certificate (PEM) to verify the server")

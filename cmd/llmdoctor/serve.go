@@ -92,7 +92,7 @@ func newServeWith(o *serveOpts) *cobra.Command {
 	// Each diagnosis ends when it runs.
 	f.MarkHidden("end")
 	f.Lookup("window").Usage = "default window of a diagnosis (an alert group that began earlier gets a longer one)"
-	f.Lookup("selector").Usage = `label matchers added to every query, e.g. namespace="prod"`
+	f.Lookup("selector").Usage = `label matchers that narrow every query, e.g. namespace="prod"; series without their labels (DCGM's) are joined through instance, pod, node or host`
 	f.StringVar(&o.listen, "listen", ":8080", "address to serve HTTP on")
 	f.StringVar(&o.configFile, "config", "", "serve.yaml: settings as flag-name: value (docs/slack.md); flags on the command line win")
 	f.StringVar(&o.externalURL, "external-url", "", "this server's URL as users reach it, for the report link in Slack messages (to GET /report/…)")

@@ -454,10 +454,22 @@ func (b *builder) cacheConfig() {
 	var blocksTotal, capTotal float64
 	seen := 0
 	engines := map[string]string{}
+	// The series has no model_name, so it matches on the labels it does
+	// carry (engine, instance), and one that names its replica is the
+	// target's only if the target is served there: two models' servers
+	// each state their own configuration.
+	replica, served := "", map[string]bool{}
+	if len(b.eng.Members) > 0 {
+		replica = b.eng.Members[0]
+		for _, v := range distinct(b.members, b.sel, replica) {
+			served[v] = true
+		}
+	}
 	for _, in := range b.w.Infos[name] {
-		// The series has no model_name, so it matches on the labels it does
-		// carry (engine, instance).
 		if !b.mine(CacheConfig, in.Labels, true) {
+			continue
+		}
+		if v := in.Labels[replica]; replica != "" && v != "" && len(served) > 0 && !served[v] {
 			continue
 		}
 		// One engine stating two configurations in one window changed

@@ -85,7 +85,7 @@ func oldJob(c *Collector, w *window.Window, mu *sync.Mutex, m engine.Metric, nam
 	switch m.Kind {
 	case engine.Counter:
 		return func(ctx context.Context) error {
-			v, err := oldInstant(c, ctx, fmt.Sprintf("sum by (%s) (%s)", keep, once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name, matchers(m)...), c.rng()))))
+			v, err := oldInstant(c, ctx, fmt.Sprintf("sum by (%s) (%s)", keep, once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name, "", matchers(m)...), c.rng()))))
 			if err != nil {
 				return err
 			}
@@ -116,7 +116,7 @@ func oldJob(c *Collector, w *window.Window, mu *sync.Mutex, m engine.Metric, nam
 		}
 	default:
 		return func(ctx context.Context) error {
-			v, err := oldInstant(c, ctx, fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), c.rng()))
+			v, err := oldInstant(c, ctx, fmt.Sprintf("last_over_time(%s[%s])", c.sel(name, ""), c.rng()))
 			if err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ func oldJob(c *Collector, w *window.Window, mu *sync.Mutex, m engine.Metric, nam
 
 func oldHistogram(c *Collector, ctx context.Context, w *window.Window, mu *sync.Mutex, name, keep string, match, copies []string) error {
 	inc := func(part string, rng model.Duration) string {
-		return once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name+part, match...), rng))
+		return once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name, part, match...), rng))
 	}
 	buckets, err := oldInstant(c, ctx, fmt.Sprintf("sum by (%s, le) (%s)", keep, inc("_bucket", model.Duration(c.opt.Window))))
 	if err != nil {

@@ -35,7 +35,10 @@ type Options struct {
 	Window time.Duration
 	End    time.Time
 	Step   time.Duration
-	// Selector holds label matchers added to every query: namespace="prod".
+	// Selector holds label matchers that narrow every query:
+	// namespace="prod". A family whose series lack a label it names
+	// (dcgm-exporter's, cache_config_info without model_name) gets the rest
+	// and is joined to the engine series it matches (scope.go).
 	Selector string
 	// GroupBy are the target labels (default model_name); the engines'
 	// member labels (instance, engine, dp_rank) are always kept so that
@@ -79,6 +82,10 @@ type Collector struct {
 
 	mu    sync.Mutex
 	notes []string
+	// scope holds the matchers of each family the selector does not reach
+	// as given (scope.go); scopes say how it reached each source.
+	scope  map[string]string
+	scopes []Scope
 }
 
 func (c *Collector) warn(ws []string) {
@@ -140,15 +147,17 @@ func DefaultStep(window time.Duration) time.Duration {
 // Queries is how many queries the collector has sent.
 func (c *Collector) Queries() int { return int(c.sent.Load()) }
 
-func (c *Collector) sel(name string, extra ...string) string {
+// sel selects a family's series (suffix: _bucket, _sum, _count or none)
+// within the selector and extra matchers.
+func (c *Collector) sel(family, suffix string, extra ...string) string {
 	m := append([]string{}, extra...)
-	if s := strings.TrimSpace(c.opt.Selector); s != "" {
+	if s := c.selector(family); s != "" {
 		m = append(m, s)
 	}
 	if len(m) == 0 {
-		return name
+		return family + suffix
 	}
-	return name + "{" + strings.Join(m, ",") + "}"
+	return family + suffix + "{" + strings.Join(m, ",") + "}"
 }
 
 func (c *Collector) keep(extra ...string) string {
@@ -198,6 +207,9 @@ func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
 
 	names, err := c.discover(ctx, start, end)
 	if err != nil {
+		return nil, err
+	}
+	if names, err = c.scopeNames(ctx, start, end, names); err != nil {
 		return nil, err
 	}
 	p := c.plan(names)
@@ -357,7 +369,7 @@ func (c *Collector) planFamily(p *plan, m engine.Metric, name string, copies []s
 	// target keeps the grouping labels; each keeps the member labels too.
 	target, each := c.target(extra...), c.keep(extra...)
 	inc := func(part string, rng model.Duration) string {
-		return once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name+part, matchers(m)...), rng))
+		return once(copies, fmt.Sprintf("increase(%s[%s])", c.sel(name, part, matchers(m)...), rng))
 	}
 	switch m.Kind {
 	case engine.Counter:
@@ -405,7 +417,7 @@ func (c *Collector) planFamily(p *plan, m engine.Metric, name string, copies []s
 			p.memberGauges = append(p.memberGauges, branch{fmt.Sprintf("%s by (%s) (%s)", agg, each, samples), name, partMemberValue})
 		}
 	default:
-		p.instant = append(p.instant, branch{fmt.Sprintf("last_over_time(%s[%s])", c.sel(name), win), name, partInfo})
+		p.instant = append(p.instant, branch{fmt.Sprintf("last_over_time(%s[%s])", c.sel(name, ""), win), name, partInfo})
 	}
 }
 
@@ -758,19 +770,24 @@ func familiesMatch(selector string) string {
 // discover asks once which metric names exist, instead of assuming an engine
 // or exporter version.
 func (c *Collector) discover(ctx context.Context, start, end time.Time) (map[string]bool, error) {
-	match := familiesMatch(c.opt.Selector)
+	return c.labelValues(ctx, familiesMatch(c.opt.Selector), start, end, "listing metric names")
+}
+
+// labelValues lists the metric names of the series match selects between
+// start and end; what names the request in errors.
+func (c *Collector) labelValues(ctx context.Context, match string, start, end time.Time, what string) (map[string]bool, error) {
 	c.sent.Add(1)
 	began := time.Now()
 	vals, warns, _, err := c.api.LabelValues(ctx, "__name__", []string{match}, start, end)
 	if c.opt.Trace != nil {
 		q := Query{Endpoint: "/api/v1/label/__name__/values", Expr: match, Start: start, End: end, Series: len(vals), Took: time.Since(began)}
 		if err != nil {
-			q.Err = c.explain(err, "listing metric names")
+			q.Err = c.explain(err, what)
 		}
 		c.opt.Trace(q)
 	}
 	if err != nil {
-		return nil, c.explain(err, "listing metric names")
+		return nil, c.explain(err, what)
 	}
 	c.warn(warns)
 	out := map[string]bool{}
@@ -843,7 +860,7 @@ func parseLE(s string) (float64, error) {
 // selector repeats one scrape at every step for five minutes, so a step
 // shorter than the scrape interval would count one sample many times.
 func (c *Collector) stepSamples(name string, match ...string) string {
-	return fmt.Sprintf("last_over_time(%s[%s])", c.sel(name, match...), model.Duration(c.opt.Step))
+	return fmt.Sprintf("last_over_time(%s[%s])", c.sel(name, "", match...), model.Duration(c.opt.Step))
 }
 
 func warnings(ws []string) []string {

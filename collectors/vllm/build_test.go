@@ -78,6 +78,40 @@ func TestCacheConfigInfo(t *testing.T) {
 	}
 }
 
+// Two models served from two instances: each target's KV capacity is its
+// own server's, not the sum of both (cache_config_info has no model_name).
+func TestCacheConfigInfoOfTwoModels(t *testing.T) {
+	for _, summed := range []bool{false, true} {
+		w := win()
+		members := w
+		if summed {
+			// As Prometheus gives it: the target's series summed to
+			// model_name, the replicas' apart.
+			members = win()
+			w.Members = members
+		}
+		for i, m := range []string{"a", "b"} {
+			inst := fmt.Sprintf("10.0.0.%d:8000", i+1)
+			l := window.Labels{"model_name": m, "engine": "0", "instance": inst}
+			members.Gauges["vllm:num_requests_running"] = append(members.Gauges["vllm:num_requests_running"], gauge(1, l))
+			if summed {
+				w.Gauges["vllm:num_requests_running"] = append(w.Gauges["vllm:num_requests_running"], gauge(1, window.Labels{"model_name": m}))
+			}
+			w.Infos["vllm:cache_config_info"] = append(w.Infos["vllm:cache_config_info"], window.Info{Labels: window.Labels{
+				"engine": "0", "instance": inst, "block_size": "16", "num_gpu_blocks": fmt.Sprint(1000 * (i + 1))}})
+		}
+		evs := engine.Build(w, engine.Options{})
+		if len(evs) != 2 {
+			t.Fatalf("summed %v: %d targets", summed, len(evs))
+		}
+		for i, e := range evs {
+			if got, want := e.Values.Cond.GPUBlocks, float64(1000*(i+1)); got != want {
+				t.Errorf("summed %v: %s has %v GPU blocks, want its own server's %v", summed, e.Target.Model, got, want)
+			}
+		}
+	}
+}
+
 func TestTargetsPerModel(t *testing.T) {
 	w := win()
 	w.Gauges["vllm:num_requests_running"] = []window.Gauge{
