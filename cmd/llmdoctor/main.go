@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -37,11 +38,12 @@ func main() {
 // whether it writes to a terminal through the command's own streams (an
 // *os.File that is a terminal is one; any other writer is not).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// One context for the command: Ctrl-C cancels it, so that a live scrape
+	// One context for the command: Ctrl-C (or SIGTERM, as a container
+	// runtime or timeout sends) cancels it, so that a live scrape
 	// stops and diagnoses what it gathered and a Prometheus query stops.
 	// After the first Ctrl-C the default handling is back, so a second one
 	// ends the process whatever it is doing.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() { <-ctx.Done(); stop() }()
 	root := newRoot()

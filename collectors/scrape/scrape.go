@@ -231,7 +231,7 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 	}
 	w.NoteGaps()
 	if interrupted {
-		w.Notes = append(w.Notes, fmt.Sprintf("stopped after %d scrapes over %s: the diagnosis covers what was collected", n,
+		w.Notes = append(w.Notes, fmt.Sprintf("partial window: stopped after %d scrapes over %s (interrupted), so the diagnosis covers what was collected", n,
 			now().Sub(start).Round(time.Second)))
 	}
 	return w, nil
