@@ -146,7 +146,8 @@ func Check(e *Evidence) {
 }
 
 // atLeast sets the least a quantile can be: its bucket's lower bound where
-// a histogram gave it, the value where it is exact.
+// a histogram gave it (the quantile is above it: a bucket holds values over
+// its lower bound), the value where it is exact.
 func atLeast(e *Evidence, dst *float64, path string, x float64) {
 	if Present(*dst) || !Present(x) || e.Inconsistent(path) != "" {
 		return
