@@ -5,6 +5,7 @@ package advisor
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -443,6 +444,15 @@ func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 		Next: rules.StepsFor(r.Rule.Next, e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed(), Sources: map[string]string{},
 		Tentative: r.Tentative(), deniesHealthy: r.Rule.DeniesHealthy}
 	f.Impact = share(r.Impact)
+	// JSON has no NaN: a cited number that is missing is left out.
+	for k, x := range f.Evidence {
+		if !evidence.Present(x) {
+			if len(f.Evidence) == len(r.Evidence) {
+				f.Evidence = maps.Clone(r.Evidence)
+			}
+			delete(f.Evidence, k)
+		}
+	}
 	if f.Next == nil {
 		f.Next = []rules.Step{}
 	}
@@ -476,7 +486,9 @@ func weigh(fs []Finding, minShare float64) {
 				continue
 			}
 			if evidence.Present(g.impact) && (!evidence.Present(fs[i].impact) || g.impact > fs[i].impact) {
-				fs[i].impact = g.impact
+				// The share is of the total the explained finding's stage is
+				// part of: say that stage, so the impact matches the map's.
+				fs[i].impact, fs[i].Stage = g.impact, g.Stage
 			}
 			if !evidence.Present(g.impactMax) || g.impactMax > fs[i].impactMax {
 				// An effect whose share is unbounded leaves the cause unbounded.

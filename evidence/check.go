@@ -137,12 +137,41 @@ func Check(e *Evidence) {
 			}
 		}
 	}
+	ordered(e)
 	atLeast(e, &st.TTFTP99AtLeast, "stage.ttft.p99", st.TTFT.P99)
 	atLeast(e, &st.ITLP50AtLeast, "stage.itl.p50", st.ITL.P50)
 	atLeast(e, &e.Values.Service.E2EP99AtLeast, "service.e2e.p99", e.Values.Service.E2E.P99)
 	for _, m := range e.Members {
 		Check(m)
 	}
+}
+
+// ordered names a quantile of a part above the same quantile of its whole
+// (TTFT p99 over end-to-end p99): read from histograms, both were
+// interpolated in buckets too coarse to place them, so neither is shown or
+// judged as observed.
+func ordered(e *Evidence) {
+	type pair struct{ part, whole, partName, wholeName string }
+	for _, pr := range []pair{{"stage.ttft.p99", "service.e2e.p99", "TTFT p99", "end-to-end p99"},
+		{"stage.ttft.p50", "service.e2e.p50", "TTFT p50", "end-to-end p50"},
+		{"stage.prefill.p99", "service.e2e.p99", "prefill p99", "end-to-end p99"}} {
+		fp, _ := Lookup(pr.part)
+		fw, _ := Lookup(pr.whole)
+		a, b := e.Values.Get(fp), e.Values.Get(fw)
+		if !Present(a) || !Present(b) || a <= over(b) || e.Inconsistent(pr.part) != "" || e.Inconsistent(pr.whole) != "" {
+			continue
+		}
+		e.AddInconsistency(Inconsistency{Check: "quantiles-out-of-order", Fields: []string{pr.part, pr.whole},
+			Note: fmt.Sprintf("%s %s%s exceeds %s %s%s, which contains it: the histograms' buckets are too coarse to place them, so neither is judged as observed",
+				pr.partName, secs(a), bucketOf(e, pr.part), pr.wholeName, secs(b), bucketOf(e, pr.whole))})
+	}
+}
+
+func bucketOf(e *Evidence, path string) string {
+	if r, ok := e.Resolution[path]; ok {
+		return fmt.Sprintf(" (somewhere in %s–%s)", secs(r[0]), secs(r[1]))
+	}
+	return ""
 }
 
 // atLeast sets the least a quantile can be: its bucket's lower bound where
@@ -344,12 +373,11 @@ func queueWaitersOnly(e *Evidence, all float64) {
 	}
 	q.Mean = q.Mean * n / all
 	q.Count = all
-	// Quantiles over the waiters are not quantiles over all requests.
-	q.P50, q.P90, q.P95, q.P99 = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	// Quantiles stay the waiters': an upper bound of those over all.
 	src, _ := e.SourceOf("stage.queue")
-	src.Note = fmt.Sprintf("counted %.0f of %.0f finished requests (those that waited, on servers that observe only them): mean over all, the others at zero; its quantiles are left out", n, all)
+	src.Note = fmt.Sprintf("counted %.0f of %.0f finished requests (those that waited, on servers that observe only them): mean over all, the others at zero; quantiles are the waiters'", n, all)
 	e.Cite("stage.queue", src)
-	e.Notes = append(e.Notes, fmt.Sprintf("the queue-time histogram counted %.0f requests where its siblings counted %.0f: read as counting only the requests that waited, so mean queue wait is %s over all of them (the others at zero) and its quantiles are left out",
+	e.Notes = append(e.Notes, fmt.Sprintf("the queue-time histogram counted %.0f requests where its siblings counted %.0f: read as counting only the requests that waited, so mean queue wait is %s over all of them (the others at zero), and its quantiles are the waiters'",
 		n, all, secs(q.Mean)))
 }
 

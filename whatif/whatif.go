@@ -15,6 +15,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,7 +109,9 @@ type Fit struct {
 	Missing bool `json:"missing,omitempty"`
 	// Shown is set on a figure shown but not counted in the replay's error:
 	// the waiting gauge, sampled a few dozen times, says less about the
-	// queue than the queue-time histogram, which is counted instead.
+	// queue than the queue-time histogram, which is counted instead; a
+	// figure the evidence contradicts (TTFT p99 above end-to-end p99) is no
+	// test either.
 	Shown bool `json:"shown,omitempty"`
 }
 
@@ -327,7 +330,14 @@ func compareFigures(t *advisor.TargetReport, rep map[string]any, fit fitted) ([]
 			e = d / math.Max(math.Abs(o), f.floor)
 		}
 		row := Fit{Name: f.name, Observed: o, Replayed: r, Error: e, Missing: missing}
+		withheld := false
+		for _, in := range t.Inconsistencies {
+			withheld = withheld || slices.Contains(in.Fields, f.path) || slices.Contains(in.Fields, evidence.Node(f.path))
+		}
 		switch {
+		case withheld:
+			// A figure the evidence contradicts is no test of the replay.
+			row.Shown = true
 		case heldQueue && f.name == "waiting_mean":
 			row.Held = true
 		case f.name == "waiting_mean":

@@ -139,7 +139,11 @@ func writeAccuracyReport(path string) error {
 		return &exitError{2, err.Error()}
 	}
 	real := RunRealCases(set, cfg, cases)
-	return os.WriteFile(path, []byte(AccuracyReport(cs, held, sg, builtin)+"\n"+RealCasesSection(real)), 0o644)
+	peers, err := TreePeerCases()
+	if err != nil {
+		return &exitError{2, err.Error()}
+	}
+	return os.WriteFile(path, []byte(AccuracyReport(cs, held, sg, builtin)+"\n"+PeerSection(RunPeerCases(set, cfg, peers))+"\n"+RealCasesSection(real)), 0o644)
 }
 
 // BuiltinTruth is a built-in scenario's ground truth beside what it expects.

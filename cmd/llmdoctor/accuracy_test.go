@@ -80,7 +80,11 @@ func TestAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != AccuracyReport(cs, held, sg, builtin)+"\n"+RealCasesSection(RunRealCases(set, cfg, cases)) {
+	peers, err := TreePeerCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != AccuracyReport(cs, held, sg, builtin)+"\n"+PeerSection(RunPeerCases(set, cfg, peers))+"\n"+RealCasesSection(RunRealCases(set, cfg, cases)) {
 		t.Error("docs/accuracy.md is stale: run go run ./cmd/llmdoctor demo --accuracy docs/accuracy.md")
 	}
 }

@@ -70,6 +70,13 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 			members = mw.Restrict(sel)
 		}
 		e := eng.buildOne(tw, members, sel, opt)
+		if secs, cov := tw.Seconds(), tw.Covered(); cov < coveredShare*secs {
+			note := fmt.Sprintf("the data covers %s of the %s window (%.0f%%): rates are over the time covered, and the window is taken to be that long",
+				time.Duration(cov*float64(time.Second)).Round(time.Second), time.Duration(secs*float64(time.Second)).Round(time.Second), 100*cov/secs)
+			if !slices.Contains(w.Notes, note) {
+				w.Notes = append(w.Notes, note)
+			}
+		}
 		for _, ml := range eng.Members {
 			if contains(group, ml) {
 				continue
@@ -204,11 +211,6 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	// Rates are over the time the data covers: a window longer than its
 	// data would divide increases by time nothing was recorded in.
 	if cov := w.Covered(); cov < coveredShare*secs {
-		note := fmt.Sprintf("the data covers %s of the %s window (%.0f%%): rates are over the time covered, and the window is taken to be that long",
-			time.Duration(cov*float64(time.Second)).Round(time.Second), time.Duration(secs*float64(time.Second)).Round(time.Second), 100*cov/secs)
-		if !slices.Contains(w.Notes, note) {
-			w.Notes = append(w.Notes, note)
-		}
 		secs = cov
 	}
 

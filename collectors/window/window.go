@@ -171,13 +171,13 @@ func (w *Window) Covered() float64 {
 	if first < 0 || (first == 0 && last == w.Points-1) {
 		return secs
 	}
-	// One step's worth beyond the first and last samples: a series seen at
-	// one step was there for about that long.
+	// The steps between the first and last sample: increases are over
+	// those (at least one step: a series seen once was there about that long).
 	step := secs / float64(w.Points-1)
 	if len(w.Times) == w.Points {
-		return math.Min(secs, w.Times[last].Sub(w.Times[first]).Seconds()+step)
+		return math.Min(secs, math.Max(step, w.Times[last].Sub(w.Times[first]).Seconds()))
 	}
-	return math.Min(secs, float64(last-first+1)*step)
+	return math.Min(secs, float64(max(1, last-first))*step)
 }
 
 // CounterIncrease returns the increase of a counter from its samples, treating
