@@ -79,6 +79,19 @@ type Window struct {
 	// Cumulative: counts since server start (a single snapshot).
 	Cumulative bool `json:"cumulative"`
 	Points     int  `json:"points"`
+	// Covered is how much of the window the data covers, when that is
+	// under 90% of it: rates are over this time.
+	Covered float64 `json:"covered_seconds,omitempty"`
+}
+
+// Length says how long the window is, and how much of it the data covers
+// when that is short of it: "15m00s window (the data covers 1m00s)".
+func (w Window) Length() string {
+	s := units.Duration(w.Seconds) + " window"
+	if w.Covered > 0 {
+		s += " (the data covers " + units.Duration(w.Covered) + ")"
+	}
+	return s
 }
 
 // TargetReport is the diagnosis of one target.

@@ -155,6 +155,9 @@ func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs
 	}
 	if secs := w.Seconds(); !math.IsNaN(secs) {
 		win.Seconds = secs
+		if c := w.Covered(); c < 0.9*secs {
+			win.Covered = c
+		}
 	}
 	// Two snapshots (a log has its own note on how few its lines are).
 	if w.Points == 2 && len(w.Gauges) > 0 && len(w.Histograms) > 0 {

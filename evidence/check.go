@@ -94,6 +94,15 @@ func Check(e *Evidence) {
 	}
 
 	measured := Present(dec)
+	// Requests about as long as the window: TTFT counts those that started
+	// in it, queue and prefill those that finished in it, mostly begun
+	// before. What is left of TTFT after them is no front end's time.
+	if w := e.Values.Cond.WindowSeconds; !e.trusting && Present(w) && w > 0 && Present(e2e) && e2e > 0.5*w && Present(front) && front > frontFloor {
+		e.AddInconsistency(Inconsistency{Check: "requests-outlast-window", Fields: []string{"stage.front_mean", "stage.share.front"},
+			Note: fmt.Sprintf("requests last about as long as the window (mean end-to-end %s, window %s): TTFT counts requests that started in it, queue and prefill requests that finished in it, so the %s left of TTFT is no front end's time and is withheld; diagnose a longer window",
+				secs(e2e), secs(w), secs(front))})
+		front = math.NaN()
+	}
 	if !Present(dec) && e.Inconsistent("stage.decode") == "" && Present(e2e) && Present(ttft) && e.Inconsistent("stage.ttft") == "" {
 		dec = decodeFromParts(e, e2e, ttft)
 	}

@@ -241,3 +241,33 @@ func TestTTFTCoveringFewerRequestsIsWithheld(t *testing.T) {
 		t.Errorf("decode derived from another population: %v", v.Stage.Decode.Mean)
 	}
 }
+
+// A 30 s window of requests that last 20 s: what is left of TTFT after
+// queue and prefill is no front end's time (the parts count other
+// requests), and the budget says the window is too short.
+func TestRequestsOutlastingTheWindow(t *testing.T) {
+	e := withStages(9, 1, 1, 18, 20)
+	e.Values.Cond.WindowSeconds = 30
+	Check(e)
+	if e.Inconsistent("stage.front_mean") == "" || Present(e.Values.Stage.FrontMean) || Present(e.Values.Stage.Share.Front) {
+		t.Fatalf("front %v share %v, checks %q", e.Values.Stage.FrontMean, e.Values.Stage.Share.Front, checks(e))
+	}
+	if !strings.Contains(e.Text["stage.budget_gap"], "as long as the window") {
+		t.Errorf("budget reason %q", e.Text["stage.budget_gap"])
+	}
+}
+
+// TTFT p99 above end-to-end p99, read from coarse buckets: named, and
+// neither is judged as observed.
+func TestQuantilesOutOfOrder(t *testing.T) {
+	e := withStages(2, 0.5, 0.4, 6, 8)
+	e.Values.Stage.TTFT.P99, e.Values.Service.E2E.P99 = 39.6, 29.9
+	e.SetResolution("stage.ttft.p99", 30, 60)
+	Check(e)
+	if e.Inconsistent("stage.ttft.p99") == "" || e.Inconsistent("service.e2e.p99") == "" || !strings.Contains(checks(e), "quantiles-out-of-order") {
+		t.Fatalf("checks %q", checks(e))
+	}
+	if e.Inconsistent("stage.ttft.mean") != "" {
+		t.Errorf("the means are not withheld with the quantiles")
+	}
+}

@@ -355,7 +355,7 @@ func windowHTML(w advisor.Window) string {
 	case w.Cumulative:
 		s = "one snapshot: totals since server start"
 	case w.Seconds > 0:
-		s = fmt.Sprintf("%s window, %d sample%s", units.Duration(w.Seconds), w.Points, plural(w.Points))
+		s = fmt.Sprintf("%s, %d sample%s", w.Length(), w.Points, plural(w.Points))
 	}
 	if w.Start != nil && w.End != nil && !w.Cumulative {
 		s += fmt.Sprintf(" · %s to %s", w.Start.UTC().Format("2006-01-02 15:04:05"), w.End.UTC().Format("15:04:05 UTC"))

@@ -705,7 +705,7 @@ func slackContextTexts(o SlackOptions, w advisor.Window, servedBy string, source
 	case w.Cumulative:
 		out = append(out, "one snapshot: totals since server start")
 	case w.Seconds > 0:
-		s := fmt.Sprintf("%s window, %d sample%s", units.Duration(w.Seconds), w.Points, plural(w.Points))
+		s := fmt.Sprintf("%s, %d sample%s", w.Length(), w.Points, plural(w.Points))
 		if w.Start != nil && w.End != nil {
 			s += ": " + slackDate(*w.Start) + " – " + slackDate(*w.End)
 		}

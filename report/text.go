@@ -336,7 +336,7 @@ func windowText(d *advisor.Diagnosis) string {
 	case w.Cumulative:
 		return "· one snapshot: totals since server start"
 	case w.Seconds > 0:
-		return fmt.Sprintf("· %s window, %d sample%s", units.Duration(w.Seconds), w.Points, plural(w.Points))
+		return fmt.Sprintf("· %s, %d sample%s", w.Length(), w.Points, plural(w.Points))
 	}
 	return ""
 }

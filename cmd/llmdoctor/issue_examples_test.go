@@ -102,7 +102,10 @@ func TestWindowLongerThanItsDataIsNamed(t *testing.T) {
 	promtest.Backfill(t, omFile, filepath.Join(tmp, "tsdb"))
 	url := promtest.Start(t, filepath.Join(tmp, "tsdb"), "").URL
 	type out struct {
-		Notes   []string
+		Notes  []string
+		Window struct {
+			Covered float64 `json:"covered_seconds"`
+		}
 		Targets []struct {
 			Evidence map[string]any `json:"evidence"`
 		}
@@ -117,7 +120,12 @@ func TestWindowLongerThanItsDataIsNamed(t *testing.T) {
 	if r, w := rate(got), rate(want); !(w > 0) || math.Abs(r-w) > 0.15*w {
 		t.Errorf("request rate %.2f/s over a 15m window of one minute's data, %.2f/s from the minute itself", r, w)
 	}
-	if !strings.Contains(strings.Join(got.Notes, "\n"), "the data covers") {
-		t.Errorf("notes %q", got.Notes)
+	// Slack messages (what serve, watch and Alertmanager post) say it too.
+	code, slackOut, errs := runCLI(t, "diagnose", "--prom", url, "--window", "15m", "--end", strconv.FormatInt(end.Unix(), 10), "--format", "slack")
+	if code != 0 || !strings.Contains(slackOut, "15m00s window (the data covers 1m00s)") {
+		t.Errorf("slack (exit %d, %s): %.800s", code, errs, slackOut)
+	}
+	if !strings.Contains(strings.Join(got.Notes, "\n"), "the data covers") || !(got.Window.Covered > 50 && got.Window.Covered < 70) {
+		t.Errorf("notes %q, covered %v s", got.Notes, got.Window.Covered)
 	}
 }
