@@ -178,6 +178,26 @@ func (r *Rule) Steps(e *evidence.Evidence) []Step {
 	return StepsFor(out, e)
 }
 
+// StepReads lists the evidence paths the rule's next steps read: those
+// their only_if reads, and those that show a switch they turn already on
+// or off.
+func (r *Rule) StepReads() []string {
+	seen := map[string]bool{}
+	for i, s := range r.Next {
+		if i < len(r.stepIf) && r.stepIf[i] != nil {
+			for _, f := range r.stepIf[i].reads {
+				seen[f.Path] = true
+			}
+		}
+		for k := range s.Turns {
+			if st, ok := KnobStates[k]; ok {
+				seen[st.Field] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 // alreadyMade names each turn of a step with the evidence that shows it
 // made, when the evidence shows every one; nil otherwise.
 func alreadyMade(turns map[string]string, e *evidence.Evidence) map[string]string {
