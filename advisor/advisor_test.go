@@ -319,3 +319,51 @@ func TestSameChangeFromTwoFindingsIsOneStep(t *testing.T) {
 		t.Errorf("JSON %s", b)
 	}
 }
+
+// With the built-in rules: a full-at-peak cache that preempts, and GPU
+// memory bandwidth at its limit, give "lower max_num_seqs" (the KV verdict)
+// and "raise max_num_seqs" (bandwidth); only the verdict's is a next step.
+func TestBuiltinClashKeepsTheVerdictsStep(t *testing.T) {
+	set, err := rules.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := rules.FixtureEvidence(map[string]any{
+		"resource.kv_usage":           map[string]any{"max": 0.99, "mean": 0.8},
+		"service.preemptions":         420,
+		"service.finished":            6000,
+		"resource.dram_active":        map[string]any{"mean": 0.74},
+		"resource.tensor_active":      map[string]any{"mean": 0.05},
+		"stage.itl":                   map[string]any{"count": 900, "p50": 0.068},
+		"resource.gpus":               1,
+		"resource.achieved_bandwidth": 1.28e12,
+		"resource.peak_bandwidth":     1.728e12,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Engine = &evidence.Engine{Name: "vllm", Title: "vLLM", Knobs: map[string]string{"max_num_seqs": "--max-num-seqs",
+		"max_num_batched_tokens": "--max-num-batched-tokens", "kv_cache_fp8": "--kv-cache-dtype fp8"}}
+	d := Advise(e, set.Evaluate(e, nil), nil)
+	if d.Primary.Rule != "kv/preemption" {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+	raise, lower := 0, 0
+	for _, s := range d.Next {
+		raise += strings.Count(s.Do, "raising --max-num-seqs") + strings.Count(s.Do, "raise --max-num-seqs")
+		lower += strings.Count(s.Do, "lower --max-num-seqs")
+	}
+	if raise != 0 || lower != 1 {
+		t.Errorf("raise %d, lower %d: %+v", raise, lower, d.Next)
+	}
+	if len(d.NextLeftOut) != 1 || d.NextLeftOut[0].For[0] != "gpu/bandwidth-bound" ||
+		d.NextLeftOut[0].Why != "the verdict's step (kv/preemption) lowers --max-num-seqs" {
+		t.Errorf("left out %+v", d.NextLeftOut)
+	}
+	// The fp8 step both findings give is one step for both.
+	for _, s := range d.Next {
+		if s.Turns["kv_cache_fp8"] == "enable" && strings.Join(s.For, ",") != "kv/preemption,gpu/bandwidth-bound" {
+			t.Errorf("fp8 step for %v", s.For)
+		}
+	}
+}
