@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -101,12 +102,15 @@ type TargetReport struct {
 	Findings   []Finding       `json:"findings"`
 	Suppressed []Finding       `json:"suppressed,omitempty"`
 	Next       []Step          `json:"next"`
-	Gaps       []Gap           `json:"gaps"`
-	Conditions map[string]any  `json:"conditions"`
-	LatencyMap LatencyMap      `json:"latency_map"`
-	Checks     Checks          `json:"checks"`
-	Evidence   map[string]any  `json:"evidence"`
-	Members    []Member        `json:"members,omitempty"`
+	// NextLeftOut are steps left out because a step kept turns the same
+	// knob the other way.
+	NextLeftOut []LeftOut      `json:"next_left_out,omitempty"`
+	Gaps        []Gap          `json:"gaps"`
+	Conditions  map[string]any `json:"conditions"`
+	LatencyMap  LatencyMap     `json:"latency_map"`
+	Checks      Checks         `json:"checks"`
+	Evidence    map[string]any `json:"evidence"`
+	Members     []Member       `json:"members,omitempty"`
 	// Skipped are rules left out because a whole source is absent.
 	Skipped []Skip `json:"skipped,omitempty"`
 	// Inconsistencies are contradictions in the evidence; rules that would
@@ -235,9 +239,28 @@ type Step struct {
 	For  []string `json:"for"`
 	// Whatif names the change a simulation can price (rules.Changes).
 	Whatif string `json:"whatif,omitempty"`
+	// Turns are the knobs the step turns, as one change, each with its
+	// direction (raise, lower, set, enable, disable); absent when it turns
+	// no engine setting.
+	Turns map[string]string `json:"turns,omitempty"`
+	// Already names knobs the evidence shows already turned the step's
+	// way, with that evidence: the step then turns nothing and says what
+	// to check instead.
+	Already map[string]string `json:"already,omitempty"`
 	// Effect is what whatif predicts the step will do, when it was asked
 	// and could.
 	Effect *Effect `json:"effect,omitempty"`
+}
+
+// LeftOut is a next step left out of a report: a step kept, from the
+// verdict's finding or one ranked higher, turns a knob of it the other way.
+type LeftOut struct {
+	Do    string            `json:"do"`
+	Cost  string            `json:"cost"`
+	For   []string          `json:"for"`
+	Turns map[string]string `json:"turns,omitempty"`
+	// Why names the step kept and the knob it turns the other way.
+	Why string `json:"why"`
 }
 
 // Effect is a calibrated simulation's prediction for one next step.
@@ -415,7 +438,7 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 	}
 	DenyHealthy(&t, against...)
 	t.Primary.Targets = targetsOf(e)
-	t.Next = mergeSteps(t.Findings)
+	t.Next, t.NextLeftOut = mergeSteps(t.Findings, t.Primary.Rule, e)
 	t.Conditions = conditions(e)
 	t.LatencyMap = latencyMap(e)
 	t.Evidence = e.Values.Tree()
@@ -454,7 +477,7 @@ func addSkip(l []Skip, r rules.Result) []Skip {
 func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	f := Finding{Rule: r.Rule.ID, Severity: r.Severity.String(), sev: r.Severity, Bottleneck: r.Rule.Bottleneck,
 		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage(), impact: r.Impact, impactMax: r.ImpactMax, layer: r.Rule.Layer,
-		Next: rules.StepsFor(r.Rule.Next, e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed(), Sources: map[string]string{},
+		Next: r.Rule.Steps(e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed(), Sources: map[string]string{},
 		Tentative: r.Tentative(), deniesHealthy: r.Rule.DeniesHealthy}
 	f.Impact = share(r.Impact)
 	// JSON has no NaN: a cited number that is missing is left out.
@@ -784,29 +807,113 @@ func plural(n int) string {
 // be worth changing. Of several findings naming the same
 // bottleneck, the highest ranked speaks for it, so its advice is not repeated
 // in other words.
-func mergeSteps(fs []Finding) []Step {
-	var out []Step
-	idx := map[string]int{}
-	spoken := map[string]bool{}
+//
+// The verdict's finding speaks first, then the others by rank. A step that
+// makes the same change as one already kept (the same turns, or the same
+// words) is that step, for both findings. A step that turns a knob the
+// other way from a step kept is left out, and said to be.
+func mergeSteps(fs []Finding, verdict string, e *evidence.Evidence) ([]Step, []LeftOut) {
+	order := make([]Finding, 0, len(fs))
 	for _, f := range fs {
+		if f.Rule == verdict {
+			order = append(order, f)
+		}
+	}
+	for _, f := range fs {
+		if f.Rule != verdict {
+			order = append(order, f)
+		}
+	}
+	var out []Step
+	var left []LeftOut
+	byText, byChange, leftByChange := map[string]int{}, map[string]int{}, map[string]int{}
+	spoken := map[string]bool{}
+	for _, f := range order {
 		if f.ExplainedBy != "" || f.capped || spoken[f.Bottleneck] {
 			continue
 		}
 		spoken[f.Bottleneck] = true
 		for _, s := range f.Next {
-			if i, ok := idx[s.Do]; ok {
-				out[i].For = append(out[i].For, f.Rule)
+			key := changeKey(s)
+			if i, ok := byText[s.Do]; ok {
+				out[i].For = addRule(out[i].For, f.Rule)
 				continue
 			}
-			idx[s.Do] = len(out)
-			out = append(out, Step{Do: s.Do, Cost: s.Cost, For: []string{f.Rule}, Whatif: s.Whatif})
+			if i, ok := byChange[key]; ok && key != "" {
+				out[i].For = addRule(out[i].For, f.Rule)
+				if out[i].Whatif == "" {
+					out[i].Whatif = s.Whatif
+				}
+				continue
+			}
+			if i, ok := leftByChange[key]; ok && key != "" {
+				left[i].For = addRule(left[i].For, f.Rule)
+				continue
+			}
+			if why := opposed(out, s, verdict, e); why != "" {
+				if key != "" {
+					leftByChange[key] = len(left)
+				}
+				left = append(left, LeftOut{Do: s.Do, Cost: s.Cost, For: []string{f.Rule}, Turns: s.Turns, Why: why})
+				continue
+			}
+			byText[s.Do] = len(out)
+			if key != "" {
+				byChange[key] = len(out)
+			}
+			out = append(out, Step{Do: s.Do, Cost: s.Cost, For: []string{f.Rule}, Whatif: s.Whatif, Turns: s.Turns, Already: s.Already})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return rules.CostRank(out[i].Cost) < rules.CostRank(out[j].Cost) })
 	if out == nil {
 		out = []Step{}
 	}
-	return out
+	return out, left
+}
+
+// changeKey names the change a step makes, "" when it turns no knob: two
+// steps with one key make one change, however worded.
+func changeKey(s rules.Step) string {
+	m, pre := s.Turns, ""
+	if len(s.Already) > 0 {
+		m, pre = s.Already, "already "
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+" "+m[k])
+	}
+	return pre + strings.Join(parts, ", ")
+}
+
+// turnVerbs say what a kept step does to a knob.
+var turnVerbs = map[string]string{"raise": "raises", "lower": "lowers", "enable": "turns on", "disable": "turns off"}
+
+// opposed says why s is left out: a kept step turns one of its knobs the
+// other way; "" when none does.
+func opposed(kept []Step, s rules.Step, verdict string, e *evidence.Evidence) string {
+	for _, k := range kept {
+		for _, knob := range slices.Sorted(maps.Keys(s.Turns)) {
+			if !rules.Opposed(s.Turns[knob], k.Turns[knob]) {
+				continue
+			}
+			whose := "the step for " + k.For[0] + ", ranked higher,"
+			if k.For[0] == verdict {
+				whose = "the verdict's step (" + verdict + ")"
+			}
+			return whose + " " + turnVerbs[k.Turns[knob]] + " " + e.Knob(knob)
+		}
+	}
+	return ""
+}
+
+func addRule(l []string, rule string) []string {
+	if slices.Contains(l, rule) {
+		return l
+	}
+	return append(l, rule)
 }
 
 func gapOf(r rules.Result) Gap {

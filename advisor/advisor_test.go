@@ -257,3 +257,113 @@ func TestWithheldEvidenceIsNotDrawn(t *testing.T) {
 		t.Errorf("members %+v", tr.Members)
 	}
 }
+
+// Two findings whose steps turn one knob opposite ways: the verdict's step
+// stays, the other is left out and said to be.
+func TestClashingStepsKeepTheVerdicts(t *testing.T) {
+	q := rule(t, "queue/a", "queueing", "critical", "", "  - do: raise {max_num_seqs}\n    cost: config\n    turns: {max_num_seqs: raise}\n")
+	kv := rule(t, "kv/b", "kv-capacity", "warning", "", "  - do: lower {max_num_seqs} so the batch fits the cache\n    cost: config\n    turns: {max_num_seqs: lower}\n"+
+		"  - {do: add GPUs, cost: hardware}\n")
+	e := evidence.New(evidence.Target{})
+	for _, results := range [][]rules.Result{{fired(q, 0.6), fired(kv, 0.3)}, {fired(kv, 0.3), fired(q, 0.6)}} {
+		d := Advise(e, results, nil)
+		if d.Primary.Rule != "queue/a" {
+			t.Fatalf("primary %+v", d.Primary)
+		}
+		var did []string
+		for _, s := range d.Next {
+			did = append(did, s.Do)
+		}
+		if strings.Join(did, " | ") != "raise vLLM max-num-seqs / SGLang max-running-requests | add GPUs" {
+			t.Errorf("next %q", did)
+		}
+		if len(d.NextLeftOut) != 1 || d.NextLeftOut[0].For[0] != "kv/b" || !strings.HasPrefix(d.NextLeftOut[0].Do, "lower") ||
+			d.NextLeftOut[0].Why != "the verdict's step (queue/a) raises vLLM max-num-seqs / SGLang max-running-requests" {
+			t.Errorf("left out %+v", d.NextLeftOut)
+		}
+	}
+}
+
+// A step that turns on what the evidence shows on is what to check
+// instead; a step for MoE models is left out for a dense one.
+func TestStepsFitTheEvidence(t *testing.T) {
+	p := rule(t, "prefill/a", "prefill", "critical", "",
+		"  - do: turn on prefix caching ({enable_prefix_caching})\n    cost: config\n    whatif: prefix_caching\n    turns: {enable_prefix_caching: enable}\n    if_already: check the hit rate\n"+
+			"  - {do: 'for MoE models, expert parallelism', cost: architecture, only_if: cond.moe == 1}\n")
+	e := evidence.New(evidence.Target{Model: "meta-llama/Llama-3.1-8B-Instruct"})
+	e.Values.Cond.PrefixCaching, e.Values.Cond.MoE = 1, 0
+	d := Advise(e, []rules.Result{fired(p, 0.8)}, nil)
+	if len(d.Next) != 1 || strings.Contains(d.Next[0].Do, "turn on prefix caching") ||
+		d.Next[0].Do != "prefix caching is already on (cond.prefix_caching = 1): check the hit rate" ||
+		d.Next[0].Whatif != "" || d.Next[0].Turns != nil || d.Next[0].Already["enable_prefix_caching"] != "cond.prefix_caching = 1" {
+		t.Fatalf("next %+v", d.Next)
+	}
+	// Unknown: both steps, as worded.
+	d = Advise(evidence.New(evidence.Target{}), []rules.Result{fired(p, 0.8)}, nil)
+	if len(d.Next) != 2 || !strings.HasPrefix(d.Next[0].Do, "turn on prefix caching") || d.Next[1].Do != "for MoE models, expert parallelism" {
+		t.Fatalf("next %+v", d.Next)
+	}
+}
+
+// One change from two findings, in other words, is one step for both.
+func TestSameChangeFromTwoFindingsIsOneStep(t *testing.T) {
+	dec := rule(t, "decode/a", "decode", "critical", "", "  - do: use {kv_cache_fp8} to halve the KV bytes per token\n    cost: config\n    turns: {kv_cache_fp8: enable}\n")
+	kv := rule(t, "kv/a", "kv-capacity", "warning", "", "  - do: use {kv_cache_fp8} to double the tokens the cache holds\n    cost: config\n    whatif: fp8_kv\n    turns: {kv_cache_fp8: enable}\n")
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(kv, 0.3), fired(dec, 0.6)}, nil)
+	if len(d.Next) != 1 || !strings.Contains(d.Next[0].Do, "halve the KV bytes") || strings.Join(d.Next[0].For, ",") != "decode/a,kv/a" ||
+		d.Next[0].Whatif != "fp8_kv" || d.Next[0].Turns["kv_cache_fp8"] != "enable" || len(d.NextLeftOut) != 0 {
+		t.Fatalf("next %+v", d.Next)
+	}
+	b, _ := json.Marshal(d.Next[0])
+	if !strings.Contains(string(b), `"turns":{"kv_cache_fp8":"enable"}`) {
+		t.Errorf("JSON %s", b)
+	}
+}
+
+// With the built-in rules: a full-at-peak cache that preempts, and GPU
+// memory bandwidth at its limit, give "lower max_num_seqs" (the KV verdict)
+// and "raise max_num_seqs" (bandwidth); only the verdict's is a next step.
+func TestBuiltinClashKeepsTheVerdictsStep(t *testing.T) {
+	set, err := rules.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := rules.FixtureEvidence(map[string]any{
+		"resource.kv_usage":           map[string]any{"max": 0.99, "mean": 0.8},
+		"service.preemptions":         420,
+		"service.finished":            6000,
+		"resource.dram_active":        map[string]any{"mean": 0.74},
+		"resource.tensor_active":      map[string]any{"mean": 0.05},
+		"stage.itl":                   map[string]any{"count": 900, "p50": 0.068},
+		"resource.gpus":               1,
+		"resource.achieved_bandwidth": 1.28e12,
+		"resource.peak_bandwidth":     1.728e12,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Engine = &evidence.Engine{Name: "vllm", Title: "vLLM", Knobs: map[string]string{"max_num_seqs": "--max-num-seqs",
+		"max_num_batched_tokens": "--max-num-batched-tokens", "kv_cache_fp8": "--kv-cache-dtype fp8"}}
+	d := Advise(e, set.Evaluate(e, nil), nil)
+	if d.Primary.Rule != "kv/preemption" {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+	raise, lower := 0, 0
+	for _, s := range d.Next {
+		raise += strings.Count(s.Do, "raising --max-num-seqs") + strings.Count(s.Do, "raise --max-num-seqs")
+		lower += strings.Count(s.Do, "lower --max-num-seqs")
+	}
+	if raise != 0 || lower != 1 {
+		t.Errorf("raise %d, lower %d: %+v", raise, lower, d.Next)
+	}
+	if len(d.NextLeftOut) != 1 || d.NextLeftOut[0].For[0] != "gpu/bandwidth-bound" ||
+		d.NextLeftOut[0].Why != "the verdict's step (kv/preemption) lowers --max-num-seqs" {
+		t.Errorf("left out %+v", d.NextLeftOut)
+	}
+	// The fp8 step both findings give is one step for both.
+	for _, s := range d.Next {
+		if s.Turns["kv_cache_fp8"] == "enable" && strings.Join(s.For, ",") != "kv/preemption,gpu/bandwidth-bound" {
+			t.Errorf("fp8 step for %v", s.For)
+		}
+	}
+}

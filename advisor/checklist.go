@@ -90,7 +90,7 @@ func CheckTarget(e *evidence.Evidence, results []rules.Result) ChecklistTarget {
 			Docs: r.Rule.DocsPath()}
 		switch r.Outcome {
 		case rules.Fired:
-			it.Status, it.Message, it.Evidence, it.Fix = Fail, r.Message, r.Evidence, rules.StepsFor(r.Rule.Next, e)
+			it.Status, it.Message, it.Evidence, it.Fix = Fail, r.Message, r.Evidence, r.Rule.Steps(e)
 			t.Failed++
 		case rules.Quiet:
 			it.Status, it.Message, it.Evidence = Pass, r.Rule.RenderOK(&e.Values), r.Evidence

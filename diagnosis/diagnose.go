@@ -129,6 +129,7 @@ func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs
 	// The builder adds notes to the window: keep them out of it.
 	kept := len(w.Notes)
 	opt.WeightBytes = cfg.WeightBytes()
+	opt.MoE = cfg.MoE()
 	evs = engine.Build(w, opt)
 	notes := append([]string(nil), w.Notes...)
 	w.Notes = w.Notes[:kept]

@@ -47,10 +47,15 @@ type Cond struct {
 	KVCapacityTokens     float64 `expr:"kv_capacity_tokens"`
 	GPUMemoryUtilization float64 `expr:"gpu_memory_utilization"`
 	PrefixCaching        float64 `expr:"prefix_caching"`
-	Engines              float64 `expr:"engines"`
+	// KVCacheFP8 is 1 when the KV cache is stored in fp8, 0 when not.
+	KVCacheFP8 float64 `expr:"kv_cache_fp8"`
+	Engines    float64 `expr:"engines"`
 	// WeightBytes is the model's weight size, from a preset by served name
 	// or from the config.
-	WeightBytes   float64 `expr:"weight_bytes"`
+	WeightBytes float64 `expr:"weight_bytes"`
+	// MoE is 1 for a mixture-of-experts model, 0 for a dense one, from a
+	// preset by served name or from the config.
+	MoE           float64 `expr:"moe"`
 	WindowSeconds float64 `expr:"window_seconds"`
 	// The targets a healthy verdict is judged against: defaults for
 	// interactive serving, or the configuration's (--slo).

@@ -122,6 +122,7 @@ type pageTarget struct {
 	NoCharts                 []string
 	Findings                 []pageFinding
 	Next                     []advisor.Step
+	LeftOut                  []string
 	Gaps                     []pageGap
 	Skipped, Suppressed      []string
 	// SuppressedLine counts the suppressed findings under the verdict.
@@ -436,6 +437,9 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 		pt.Findings = append(pt.Findings, pf)
 	}
 	pt.Next = t.Next
+	for _, l := range t.NextLeftOut {
+		pt.LeftOut = append(pt.LeftOut, LeftOutText(l))
+	}
 	for _, g := range t.Gaps {
 		var miss []string
 		for _, m := range g.Details {

@@ -226,6 +226,11 @@ func slackTarget(d *advisor.Diagnosis, t advisor.TargetReport, o SlackOptions) S
 		th.add(slackSection(slackFinding(t, f)), "finding", 1)
 	}
 	th.lines("*Next steps, continued*", steps[shown:], "step")
+	var left []string
+	for _, l := range t.NextLeftOut {
+		left = append(left, "_"+esc(LeftOutText(l))+"_")
+	}
+	th.lines("*Next steps left out*", left, "step")
 	var gaps []string
 	for _, g := range t.Gaps {
 		gaps = append(gaps, slackGap(g))

@@ -485,6 +485,9 @@ func (p *printer) target(t advisor.TargetReport) {
 		if n := len(t.Next) - len(steps); n > 0 {
 			p.wrap("  ", p.st.dim.Render(fmt.Sprintf("+ %d more step%s, costlier", n, plural(n))))
 		}
+		for _, l := range t.NextLeftOut {
+			p.wrap("  ", p.st.dim.Render(LeftOutText(l)))
+		}
 	}
 	if !p.details {
 		p.held = p.held || len(t.Gaps) > 0 || len(t.Skipped) > 0 || len(t.Suppressed) > 0 || len(t.Members) > 0 ||

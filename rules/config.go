@@ -124,6 +124,8 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 			return bad("models", "a model needs its served name, e.g. meta-llama/Llama-3.1-8B-Instruct")
 		}
 		switch x := c.Models[name].WeightBytes; {
+		case x == 0 && c.Models[name].MoE != nil:
+			// An entry may say only whether the model is a mixture of experts.
 		case !(x > 0):
 			return bad(key, "missing or not above 0: want the size of the weights as loaded, in bytes, e.g. 16e9")
 		case x < minWeightBytes:

@@ -144,8 +144,25 @@ func docPage(r *Rule) page {
 		var l []string
 		for _, s := range r.Next {
 			item := "**" + s.Cost + "** — " + KnobWords(s.Do)
+			var notes []string
+			if len(s.Turns) > 0 {
+				var t []string
+				for _, k := range slices.Sorted(maps.Keys(s.Turns)) {
+					t = append(t, "`"+k+"` "+s.Turns[k])
+				}
+				notes = append(notes, "turns "+strings.Join(t, ", "))
+			}
 			if s.Whatif != "" {
-				item += " *(whatif simulates: " + KnobWords(Changes[s.Whatif]) + ")*"
+				notes = append(notes, "whatif simulates: "+KnobWords(Changes[s.Whatif]))
+			}
+			if s.OnlyIf != "" {
+				notes = append(notes, "only where `"+s.OnlyIf+"`, and as worded where that is unknown")
+			}
+			if made := alreadyWords(s); made != "" {
+				notes = append(notes, "where the evidence shows it done, it says "+made)
+			}
+			if len(notes) > 0 {
+				item += " *(" + strings.Join(notes, "; ") + ")*"
 			}
 			l = append(l, item)
 		}
@@ -412,4 +429,22 @@ func WriteDocs(s, checklist *Set, dir string) error {
 		}
 	}
 	return nil
+}
+
+// alreadyWords is what a step says instead where the evidence shows it
+// done, each field shown at the value that means done; "" when no
+// evidence can.
+func alreadyWords(s Step) string {
+	made := map[string]string{}
+	for k, t := range s.Turns {
+		st, ok := KnobStates[k]
+		if !ok || (t != "enable" && t != "disable") {
+			return ""
+		}
+		made[k] = st.Field + " = " + map[string]string{"enable": "1", "disable": "0"}[t]
+	}
+	if len(made) == 0 {
+		return ""
+	}
+	return "“" + KnobWords(alreadyStep(s, made).Do) + "”"
 }

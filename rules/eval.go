@@ -855,6 +855,9 @@ func (t SLO) String() string {
 type ModelConfig struct {
 	// WeightBytes is the size of the weights as loaded (after quantization).
 	WeightBytes float64 `yaml:"weight_bytes"`
+	// MoE says whether the model is a mixture of experts (true) or dense
+	// (false); unset, a preset by served name decides, or nothing does.
+	MoE *bool `yaml:"moe"`
 }
 
 // GPUConfig describes one GPU model.
@@ -871,6 +874,18 @@ func (c *Config) PeakBandwidths() map[string]float64 {
 // WeightBytes returns the configured model sizes by served name.
 func (c *Config) WeightBytes() map[string]float64 {
 	return positive(c.Models, func(m ModelConfig) float64 { return m.WeightBytes })
+}
+
+// MoE returns, by served name, the models configured as mixture of
+// experts (true) or dense (false).
+func (c *Config) MoE() map[string]bool {
+	out := map[string]bool{}
+	for name, m := range c.Models {
+		if m.MoE != nil {
+			out[name] = *m.MoE
+		}
+	}
+	return out
 }
 
 // positive keeps the entries whose value is set.

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,6 +30,11 @@ type Fixture struct {
 	// Tentative, on a fired case, says it must fire on the rule's plain
 	// condition (one reading); a fired case without it must not.
 	Tentative bool `yaml:"tentative"`
+	// Next lists substrings the fired rule's next steps for this evidence
+	// must hold, each in one step, and NotNext substrings none may hold:
+	// steps left out by only_if, or turned into a check by if_already.
+	Next    []string `yaml:"next"`
+	NotNext []string `yaml:"not_next"`
 }
 
 // TestResult is the outcome of one fixture.
@@ -123,6 +129,9 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 					tr.Err = fmt.Sprintf("message %q does not contain %q", res.Message, want)
 				}
 			}
+			if err := checkNext(r.Steps(e), fx); err != "" {
+				tr.Err = err
+			}
 		}
 		if len(fx.Bound) > 0 && res.Bound() == "" {
 			tr.Err = "want a quiet result bounded by the inputs present, got no bound"
@@ -134,6 +143,26 @@ func runFixture(set *Set, r *Rule, fsys fs.FS, p string) TestResult {
 		}
 	}
 	return tr
+}
+
+// checkNext says how steps miss a fixture's next and not_next; "" when
+// they do not.
+func checkNext(steps []Step, fx Fixture) string {
+	var did []string
+	for _, s := range steps {
+		did = append(did, s.Do)
+	}
+	for _, want := range fx.Next {
+		if !slices.ContainsFunc(did, func(d string) bool { return strings.Contains(d, want) }) {
+			return fmt.Sprintf("no next step holds %q: %q", want, did)
+		}
+	}
+	for _, not := range fx.NotNext {
+		if i := slices.IndexFunc(did, func(d string) bool { return strings.Contains(d, not) }); i >= 0 {
+			return fmt.Sprintf("next step %q holds %q", did[i], not)
+		}
+	}
+	return ""
 }
 
 // FixtureEvidence builds evidence from a fixture's map.

@@ -211,13 +211,18 @@ func Parse(file string, data []byte) (*Rule, error) {
 		if s.Do == "" || !slices.Contains(Costs, s.Cost) {
 			return nil, fail("next", "next step %d needs do and a cost of %s", i+1, strings.Join(Costs, ", "))
 		}
-		if err := checkKnobs(s.Do); err != nil {
+		c, err := checkStep(s)
+		if err != nil {
 			return nil, fail("next", "next step %d: %v", i+1, err)
 		}
+		r.stepIf = append(r.stepIf, c)
 		if _, ok := Changes[s.Whatif]; s.Whatif != "" && !ok {
 			return nil, fail("next", "next step %d: whatif %q is not one of %s", i+1, s.Whatif,
 				strings.Join(slices.Sorted(maps.Keys(Changes)), ", "))
 		}
+	}
+	if err := checkSteps(spec.Next); err != nil {
+		return nil, fail("next", "%v", err)
 	}
 	for p := range spec.Params {
 		if strings.TrimSpace(spec.Thresholds[p]) == "" {

@@ -73,6 +73,27 @@ type Step struct {
 	// Whatif names the change a simulation can price for this step, one of
 	// Changes; empty when none can.
 	Whatif string `yaml:"whatif,omitempty" json:"whatif,omitempty"`
+	// Turns are the knobs the step turns, all as one change, each with its
+	// direction: {max_num_seqs: raise}. Knobs are those of
+	// evidence.DefaultKnobs, directions those of Turns that fit the knob.
+	// A step that turns no engine setting has none.
+	Turns map[string]string `yaml:"turns,omitempty" json:"turns,omitempty"`
+	// IfAlready is what to check instead of the step where the evidence
+	// shows every turn already made (prefix caching already on): it follows
+	// what the evidence shows, "prefix caching is already on
+	// (cond.prefix_caching = 1): ". Only turns of knobs with a KnobStates
+	// entry can be shown made; without IfAlready a plain check is said.
+	IfAlready string `yaml:"if_already,omitempty" json:"-"`
+	// OnlyIf is an expression over evidence: where it is false the step
+	// does not apply to this target (expert parallelism for a dense model)
+	// and is left out; where it cannot be judged (a field it reads is
+	// missing) the step stays, worded as it is ("for MoE models, …").
+	OnlyIf string `yaml:"only_if,omitempty" json:"-"`
+	// Already, in a rendered step, names each knob the evidence shows
+	// already turned the step's way, with that evidence
+	// ({enable_prefix_caching: "cond.prefix_caching = 1"}): the step then
+	// turns nothing and Do is what to check instead.
+	Already map[string]string `yaml:"-" json:"already,omitempty"`
 }
 
 // Changes are the settings changes whatif can simulate, by name, each with
@@ -212,6 +233,9 @@ type Rule struct {
 	// frame compiled expressions and messages read params from.
 	paramNames []string
 	paramVals  []float64
+	// stepIf are the next steps' only_if conditions compiled, one per step,
+	// nil where a step has none.
+	stepIf []*stepCond
 	// usesVerdict: the rule reads other rules' results and runs after them.
 	usesVerdict  bool
 	verdictReads []string

@@ -274,3 +274,25 @@ func TestConfigSLO(t *testing.T) {
 		t.Errorf("a negative target: %v", err)
 	}
 }
+
+// A model entry may say only whether the model is a mixture of experts;
+// an entry that says nothing is refused.
+func TestConfigModelMoE(t *testing.T) {
+	c, err := ParseConfig("llmdoctor.yaml", []byte("models:\n  my/moe: {moe: true}\n  my/dense: {moe: false, weight_bytes: 16e9}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.MoE(); len(m) != 2 || !m["my/moe"] || m["my/dense"] {
+		t.Fatalf("moe %v", m)
+	}
+	c, err = ParseConfig("llmdoctor.yaml", []byte("models:\n  my/model: {}\n"))
+	if err == nil {
+		err = c.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "weight_bytes") {
+		t.Fatalf("an empty model entry: %v", err)
+	}
+}

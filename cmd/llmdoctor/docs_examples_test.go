@@ -269,18 +269,28 @@ var readmeUsage = map[string]func(t *testing.T){
 	},
 }
 
-// writingRulesDir lays out the rule and fixtures of docs/writing-rules.md.
+// writingRulesDir lays out the rule and fixtures of docs/writing-rules.md:
+// the rule with the next steps of its Next steps section, and every case
+// (a block whose first line names slow-ttft.tests/).
 func writingRulesDir(t *testing.T) string {
 	t.Helper()
 	blocks := yamlBlocks(t, "writing-rules.md")
 	dir := t.TempDir()
 	tests := filepath.Join(dir, "team", "slow-ttft.tests")
 	os.MkdirAll(tests, 0o755)
-	os.WriteFile(filepath.Join(dir, "team", "slow-ttft.yaml"), []byte(blocks[0]), 0o644)
-	for _, b := range blocks[1:3] {
-		name := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(b, "\n", 2)[0], "# slow-ttft.tests/"))
-		os.WriteFile(filepath.Join(tests, strings.SplitN(name, ":", 2)[0]), []byte(b), 0o644)
+	rule := blocks[0]
+	for _, b := range blocks[1:] {
+		if strings.HasPrefix(b, "next:\n") {
+			rule = regexp.MustCompile(`(?ms)^next:.*?\n(why:)`).ReplaceAllLiteralString(rule, b+"why:")
+		}
+		if name, ok := strings.CutPrefix(strings.SplitN(b, "\n", 2)[0], "# slow-ttft.tests/"); ok {
+			os.WriteFile(filepath.Join(tests, strings.SplitN(name, ":", 2)[0]), []byte(b), 0o644)
+		}
 	}
+	if rule == blocks[0] {
+		t.Fatal("docs/writing-rules.md has no next: block to give the rule")
+	}
+	os.WriteFile(filepath.Join(dir, "team", "slow-ttft.yaml"), []byte(rule), 0o644)
 	return dir
 }
 

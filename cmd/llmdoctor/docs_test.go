@@ -28,16 +28,16 @@ func yamlBlocks(t *testing.T, doc string) []string {
 func TestWritingRulesExamplesRun(t *testing.T) {
 	t.Parallel()
 	blocks := yamlBlocks(t, "writing-rules.md")
-	if len(blocks) != 4 {
-		t.Fatalf("want the rule, two cases and a config in docs/writing-rules.md, found %d yaml blocks", len(blocks))
+	if len(blocks) != 6 {
+		t.Fatalf("want the rule, its next steps, three cases and a config in docs/writing-rules.md, found %d yaml blocks", len(blocks))
 	}
 	dir := writingRulesDir(t)
 	code, out, errOut := runCLI(t, "rules", "test", dir)
-	if code != 0 || !strings.Contains(out, "2 passed, 0 failed") {
+	if code != 0 || !strings.Contains(out, "3 passed, 0 failed") {
 		t.Fatalf("rules test: %d %s %s", code, out, errOut)
 	}
 	cfg := filepath.Join(t.TempDir(), "llmdoctor.yaml")
-	os.WriteFile(cfg, []byte(blocks[3]), 0o644)
+	os.WriteFile(cfg, []byte(blocks[5]), 0o644)
 	if code, _, errOut := runCLI(t, append([]string{"diagnose", "--config", cfg, "--rules", dir}, example("queueing")...)...); code != 0 {
 		t.Fatalf("diagnose with the documented config: %d %s", code, errOut)
 	}

@@ -73,14 +73,21 @@ func fieldNames(prefix string) []string {
 }
 
 func explain(w io.Writer, path string, set *rules.Set) error {
-	readers := map[string][]string{}
+	readers, steps := map[string][]string{}, map[string][]string{}
 	for _, r := range set.Rules {
 		for _, p := range r.Reads() {
 			readers[p] = append(readers[p], r.ID)
 		}
+		for _, p := range r.StepReads() {
+			steps[p] = append(steps[p], r.ID)
+		}
 	}
 	if f, ok := evidence.Lookup(path); ok {
 		explainField(w, f, readers[f.Path])
+		if by := steps[f.Path]; len(by) > 0 {
+			sort.Strings(by)
+			fmt.Fprintf(w, "STEPS    the next steps of %d rule%s fit it: %s\n", len(by), plural(len(by)), strings.Join(by, ", "))
+		}
 		return nil
 	}
 	var under []evidence.Field

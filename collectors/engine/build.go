@@ -21,6 +21,9 @@ type Options struct {
 	GroupBy []string
 	// WeightBytes gives model sizes by served name, over the presets.
 	WeightBytes map[string]float64
+	// MoE says by served name whether a model is a mixture of experts,
+	// over the presets.
+	MoE map[string]bool
 	// Engine, when set, builds only that engine's targets.
 	Engine string
 }
@@ -225,6 +228,16 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	} else if wb := WeightBytes(t.Model); evidence.Present(wb) {
 		v.Cond.WeightBytes = wb
 		b.e.Cite("cond.weight_bytes", evidence.Source{Metric: "derived", Note: "weight-size preset for the served model name"})
+	}
+	if moe, ok := opt.MoE[t.Model]; ok {
+		v.Cond.MoE = 0
+		if moe {
+			v.Cond.MoE = 1
+		}
+		b.e.Cite("cond.moe", evidence.Source{Metric: "config", Note: "models." + t.Model + ".moe"})
+	} else if moe := MoE(t.Model); evidence.Present(moe) {
+		v.Cond.MoE = moe
+		b.e.Cite("cond.moe", evidence.Source{Metric: "derived", Note: "architecture preset for the served model name"})
 	}
 	if !math.IsNaN(secs) {
 		b.e.Cite("cond.window_seconds", evidence.Source{Metric: "derived", From: w.From, Note: "window end − start, or the part the data covers"})

@@ -31,3 +31,28 @@ func WeightBytes(model string) float64 {
 	}
 	return math.NaN()
 }
+
+// Mixture-of-experts or dense, for well-known model families, matched on
+// the served model name; the first match decides. A name matching none is
+// unknown, and steps only for MoE models stay, worded as conditional.
+var modelMoE = []struct {
+	re  *regexp.Regexp
+	moe float64
+}{
+	// Distilled models take the architecture of their student (dense Llama
+	// or Qwen), not of the teacher named first.
+	{regexp.MustCompile(`(?i)distill`), math.NaN()},
+	{regexp.MustCompile(`(?i)(mixtral|deepseek-(v2|v3|r1|coder-v2)|qwen1\.5-moe|qwen\d(\.\d)?-(coder-|next-)?\d+b-a\d+(\.\d+)?b|gpt-oss|llama-4-(scout|maverick)|dbrx|phi-3\.5-moe|olmoe|kimi-k2|glm-4\.5)`), 1},
+	{regexp.MustCompile(`(?i)(llama-2|llama-3(\.\d)?-\d+b|qwen2\.5-\d+(\.\d+)?b|mistral-7b|gemma-\d|qwen3-(0\.6|1\.7|4|8|14|32)b)`), 0},
+}
+
+// MoE returns 1 when a served model name is a known mixture-of-experts
+// model, 0 when a known dense one, else NaN.
+func MoE(model string) float64 {
+	for _, m := range modelMoE {
+		if m.re.MatchString(model) {
+			return m.moe
+		}
+	}
+	return math.NaN()
+}

@@ -446,7 +446,7 @@ func (b *builder) finished(secs float64) {
 func (b *builder) cacheConfig() {
 	name, ok := b.present(CacheConfig)
 	if !ok {
-		b.withheld(CacheConfig, "cond.kv_capacity_tokens", "cond.gpu_blocks", "cond.block_size", "cond.prefix_caching", "cond.gpu_memory_utilization")
+		b.withheld(CacheConfig, "cond.kv_capacity_tokens", "cond.gpu_blocks", "cond.block_size", "cond.prefix_caching", "cond.gpu_memory_utilization", "cond.kv_cache_fp8")
 		b.capacityGauges()
 		return
 	}
@@ -504,6 +504,14 @@ func (b *builder) cacheConfig() {
 		case "false":
 			c.PrefixCaching = 0
 		}
+		// cache_dtype is "auto" (the model's type) or the type asked for:
+		// fp8, fp8_e4m3, fp8_e5m2, …
+		if d := strings.ToLower(in.Labels["cache_dtype"]); d != "" {
+			c.KVCacheFP8 = 0
+			if strings.HasPrefix(d, "fp8") {
+				c.KVCacheFP8 = 1
+			}
+		}
 	}
 	if seen == 0 {
 		return
@@ -515,7 +523,7 @@ func (b *builder) cacheConfig() {
 		c.KVCapacityTokens = capTotal
 	}
 	for _, p := range []string{"cond.block_size", "cond.gpu_blocks", "cond.kv_capacity_tokens",
-		"cond.gpu_memory_utilization", "cond.prefix_caching"} {
+		"cond.gpu_memory_utilization", "cond.prefix_caching", "cond.kv_cache_fp8"} {
 		b.cite(p, name)
 	}
 }

@@ -143,6 +143,7 @@ var how = map[string]string{
 	"cond.kv_capacity_tokens":     "sglang:max_total_num_tokens (SGLang v0.5.6+)",
 	"cond.gpu_memory_utilization": "SGLang does not export --mem-fraction-static as a metric",
 	"cond.prefix_caching":         "SGLang does not export whether the radix cache is on (it is unless --disable-radix-cache)",
+	"cond.kv_cache_fp8":           "SGLang does not export its KV cache type (--kv-cache-dtype)",
 	"cond.stage_metrics":          enable + "; queue time needs v0.5.3+, prefill time v0.5.4.post2+",
 	"cond.tpot_tracked":           "sglang:inter_token_latency_seconds (SGLang v0.4.3.post3+; the older time_per_output_token_seconds included TTFT and is not read)",
 	"stage.ttft":                  "sglang:time_to_first_token_seconds: " + enable + "; from v0.5.17 only streaming requests (is_streaming=\"true\") count, as a non-streaming request's first chunk comes after 50 tokens: send streaming requests",

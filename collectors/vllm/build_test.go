@@ -63,11 +63,12 @@ func TestCacheConfigInfo(t *testing.T) {
 			gauge(10, window.Labels{"model_name": "m", "engine": eng}))
 		w.Infos["vllm:cache_config_info"] = append(w.Infos["vllm:cache_config_info"], window.Info{Labels: window.Labels{
 			"engine": eng, "block_size": "16", "num_gpu_blocks": "1000", "enable_prefix_caching": "True",
-			"gpu_memory_utilization": "0.92"}})
+			"gpu_memory_utilization": "0.92", "cache_dtype": "fp8_e4m3"}})
 	}
 	e := engine.Build(w, engine.Options{})[0]
 	c := e.Values.Cond
-	if c.KVCapacityTokens != 32000 || c.GPUBlocks != 2000 || c.PrefixCaching != 1 || c.GPUMemoryUtilization != 0.92 || c.Engines != 2 {
+	if c.KVCapacityTokens != 32000 || c.GPUBlocks != 2000 || c.PrefixCaching != 1 || c.GPUMemoryUtilization != 0.92 || c.Engines != 2 ||
+		c.KVCacheFP8 != 1 {
 		t.Fatalf("cond %+v", c)
 	}
 	if len(e.Members) != 2 || e.Members[1].Values.Cond.KVCapacityTokens != 16000 {

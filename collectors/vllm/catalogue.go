@@ -160,6 +160,7 @@ var how = map[string]string{
 	"cond.max_tokens":             "vllm:request_params_max_tokens; clients must send max_tokens",
 	"cond.output_tokens":          "exported by vLLM V1 (0.8+) as vllm:request_generation_tokens; scrape /metrics or query Prometheus",
 	"cond.prefix_caching":         "label enable_prefix_caching of vllm:cache_config_info",
+	"cond.kv_cache_fp8":           "label cache_dtype of vllm:cache_config_info",
 	"cond.prompt_tokens":          "exported by vLLM V1 (0.8+) as vllm:request_prompt_tokens; scrape /metrics or query Prometheus",
 	"cond.stage_metrics":          "scrape vLLM's /metrics or query Prometheus",
 	"cond.tpot_tracked":           "vllm:inter_token_latency_seconds (vllm:time_per_output_token_seconds before 0.11) or vllm:request_time_per_output_token_seconds (0.11+)",
