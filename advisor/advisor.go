@@ -739,6 +739,9 @@ func DenyHealthy(t *TargetReport, against ...Bounded) {
 		return
 	}
 	p := &t.Primary
+	if p.Bottleneck != "none" && p.Bottleneck != "unknown" {
+		return
+	}
 	p.Against = append(p.Against, against...)
 	if p.Bottleneck != "none" {
 		return

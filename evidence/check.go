@@ -3,6 +3,7 @@ package evidence
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -171,14 +172,14 @@ func ordered(e *Evidence) {
 			continue
 		}
 		e.AddInconsistency(Inconsistency{Check: "quantiles-out-of-order", Fields: []string{pr.part, pr.whole},
-			Note: fmt.Sprintf("%s %s%s exceeds %s %s%s, which contains it: the histograms' buckets are too coarse to place them, so neither is judged as observed",
+			Note: fmt.Sprintf("%s %s%s exceeds %s %s%s, which holds it: the buckets are too coarse to place either, so neither is judged",
 				pr.partName, secs(a), bucketOf(e, pr.part), pr.wholeName, secs(b), bucketOf(e, pr.whole))})
 	}
 }
 
 func bucketOf(e *Evidence, path string) string {
 	if r, ok := e.Resolution[path]; ok {
-		return fmt.Sprintf(" (somewhere in %s–%s)", secs(r[0]), secs(r[1]))
+		return fmt.Sprintf(" (bucket %s–%s)", secs(r[0]), secs(r[1]))
 	}
 	return ""
 }
@@ -187,11 +188,23 @@ func bucketOf(e *Evidence, path string) string {
 // a histogram gave it (the quantile is above it: a bucket holds values over
 // its lower bound), the value where it is exact.
 func atLeast(e *Evidence, dst *float64, path string, x float64) {
-	if Present(*dst) || !Present(x) || e.Inconsistent(path) != "" {
+	if Present(*dst) || !Present(x) {
 		return
 	}
+	r, bucketed := e.Resolution[path]
+	for _, in := range e.Inconsistencies {
+		// Past the top bucket the value is its bound, which it is over;
+		// out of order, the value is misplaced in its bucket, not out of
+		// it: either way the least it can be is known. Any other
+		// contradiction leaves it unknown.
+		if slices.Contains(in.Fields, path) || slices.Contains(in.Fields, Node(path)) {
+			if in.Check != "quantile-past-top-bucket" && (in.Check != "quantiles-out-of-order" || !bucketed) {
+				return
+			}
+		}
+	}
 	*dst = x
-	if r, ok := e.Resolution[path]; ok && r[0] < x {
+	if bucketed && r[0] < x {
 		*dst = r[0]
 	}
 	e.Cite(Node(path)+"_"+path[strings.LastIndexByte(path, '.')+1:]+"_at_least", Source{Metric: "derived", Note: "lower bound of the histogram bucket " + path + " was interpolated in"})

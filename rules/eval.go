@@ -380,8 +380,14 @@ func verdict(rs []Result, minShare float64) Verdict {
 		case Info:
 			v.Info++
 		}
-		if !slices.Contains(bn, r.Rule.Bottleneck) {
-			bn = append(bn, r.Rule.Bottleneck)
+		// Findings on one stage (slow decode and the bandwidth behind it)
+		// are one bottleneck; a finding that names none is none.
+		key := r.Rule.Bottleneck
+		if st := r.Stage(); st != "" {
+			key = "stage " + st
+		}
+		if r.Rule.Bottleneck != "none" && !slices.Contains(bn, key) {
+			bn = append(bn, key)
 		}
 		if evidence.Present(r.Impact) {
 			v.TopImpact = math.Max(v.TopImpact, r.Impact)

@@ -92,7 +92,9 @@ func v0Only(missing []string) bool {
 // sglangLacks are the evidence fields SGLang exports no metric for; a rule
 // that needs one may be a gap on SGLang names where it ran on vLLM's.
 var sglangLacks = []string{"stage.tpot", "cond.max_tokens", "service.length_share", "service.errors",
-	"cond.prefix_caching", "cond.gpu_memory_utilization", "cond.gpu_blocks", "service.iteration_tokens", "stage.inference"}
+	"cond.prefix_caching", "cond.gpu_memory_utilization", "cond.gpu_blocks", "service.iteration_tokens", "stage.inference",
+	// Without a decode-time histogram the budget adds up by construction.
+	"stage.budget.unexplained", "stage.budget.unexplained_share"}
 
 // The scenario suite served with SGLang's names gives the verdicts it gives
 // with vLLM's: the rules are engine-neutral and the seam maps both. Gaps are
