@@ -204,8 +204,13 @@ func Calibrate(ctx context.Context, t *advisor.TargetReport, o Options) *Target 
 			out.Steps = append(out.Steps, Prediction{Step: s.Do, Whatif: s.Whatif})
 		}
 	}
-	if len(t.Inconsistencies) > 0 {
-		out.Why = "the evidence contradicts itself (" + t.Inconsistencies[0].Note + "), so no scenario can be fitted to it"
+	for _, in := range t.Inconsistencies {
+		// Quantiles misplaced in their buckets are shown, not fitted
+		// (compareFigures); the rest of the window still calibrates.
+		if in.Check == "quantiles-out-of-order" {
+			continue
+		}
+		out.Why = "the evidence contradicts itself (" + in.Note + "), so no scenario can be fitted to it"
 		return out.unpriced()
 	}
 	sc, f, settings, err := scenarioOf(t, o)
