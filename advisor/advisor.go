@@ -436,6 +436,10 @@ func Advise(e *evidence.Evidence, results []rules.Result, cfg *rules.Config) Tar
 	if t.Primary.Status != "found" && t.Primary.Status != "tentative" && len(t.Suppressed) > 0 {
 		t.Primary = suppressedRoot(e, t, results, cfg.MinShareOrDefault(), unchecked, bounded)
 	}
+	if t.Primary.Bottleneck == "none" && targetMissedOnCapped(t.Findings) {
+		sort.SliceStable(t.Findings, func(i, j int) bool { return less(t.Findings[i], t.Findings[j]) })
+		t.Primary = primary(t.Findings, unchecked, bounded)
+	}
 	DenyHealthy(&t, against...)
 	t.Primary.Targets = targetsOf(e)
 	t.Next, t.NextLeftOut = mergeSteps(t.Findings, t.Primary.Rule, e)
@@ -729,6 +733,27 @@ func primary(fs []Finding, unchecked []string, bounded []Bounded) Primary {
 			strings.Join(ids, ", "))
 	}
 	return p
+}
+
+// targetMissedOnCapped lifts the cap of the finding on a stage whose target
+// is missed (a target rule declares the stage it judges): a stage that holds
+// little of the latency is not worth changing first, unless it is where the
+// target is missed. It reports whether it lifted one.
+func targetMissedOnCapped(fs []Finding) bool {
+	for _, miss := range fs {
+		if !miss.deniesHealthy || miss.Stage == "" {
+			continue
+		}
+		for i := range fs {
+			f := &fs[i]
+			if f.capped && f.ExplainedBy == "" && f.Stage == miss.Stage && f.sev >= rules.Warning && f.Bottleneck != "none" {
+				f.capped = false
+				f.Capped = ""
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // DenyHealthy keeps a healthy (or tentatively healthy) verdict from

@@ -367,3 +367,38 @@ func TestBuiltinClashKeepsTheVerdictsStep(t *testing.T) {
 		}
 	}
 }
+
+// A cause that takes the share of a finding it explains on another stage
+// names that stage: "93% of mean end-to-end (decode)", never "93% of mean
+// TTFT (queue)" beside a map that gives the queue 16%.
+func TestInheritedImpactNamesItsStage(t *testing.T) {
+	kv := rule(t, "kv/a", "kv-capacity", "critical", "decode", "")
+	dec, err := rules.Parse("decode/a.yaml", []byte("id: decode/a\ntitle: t\nlayer: stage\nbottleneck: decode\nseverity: critical\nstage: decode\nwhen: stage.ttft.mean > 0\nsays: m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(kv, 0.16), fired(dec, 0.93)}, nil)
+	f := d.Findings[0]
+	if f.Rule != "kv/a" || f.Impact == nil || *f.Impact != 0.93 || f.Stage != "decode" {
+		t.Fatalf("cause %+v", f)
+	}
+}
+
+// Something standing against healthy (a target missed) makes a target with
+// no finding naming a cause inconclusive, saying what; a verdict that names
+// a bottleneck is kept.
+func TestDeniedHealthyIsInconclusive(t *testing.T) {
+	miss, err := rules.Parse("target/x.yaml", []byte("id: target/x\ntitle: t\nlayer: stage\nbottleneck: none\nseverity: info\ndenies_healthy: true\nwhen: stage.ttft.mean > 0\nsays: TTFT p99 is over its target.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(miss, math.NaN())}, nil)
+	if d.Primary.Status != "inconclusive" || !strings.Contains(d.Primary.Summary, "no rule names a cause: m") || len(d.Primary.Against) != 1 {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+	q := rule(t, "queue/a", "queueing", "critical", "", "")
+	d = Advise(evidence.New(evidence.Target{}), []rules.Result{fired(q, 0.9), fired(miss, math.NaN())}, nil)
+	if d.Primary.Status != "found" || d.Primary.Bottleneck != "queueing" || len(d.Primary.Against) != 0 {
+		t.Fatalf("primary %+v", d.Primary)
+	}
+}
