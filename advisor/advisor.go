@@ -772,7 +772,7 @@ func DenyHealthy(t *TargetReport, against ...Bounded) {
 		return
 	}
 	p.Bottleneck, p.Status, p.Rule, p.Readings, p.Confirm = "unknown", "inconclusive", "", 0, ""
-	p.Summary = fmt.Sprintf("Not healthy, and no rule names a cause: %s", strings.TrimSuffix(p.Against[0].Why, "."))
+	p.Summary = fmt.Sprintf("Not healthy, though no finding that names a cause can be the verdict: %s", strings.TrimSuffix(p.Against[0].Why, "."))
 	if n := len(p.Against) - 1; n > 0 {
 		p.Summary += fmt.Sprintf(" (and %d more against healthy)", n)
 	}

@@ -393,7 +393,7 @@ func TestDeniedHealthyIsInconclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := Advise(evidence.New(evidence.Target{}), []rules.Result{fired(miss, math.NaN())}, nil)
-	if d.Primary.Status != "inconclusive" || !strings.Contains(d.Primary.Summary, "no rule names a cause: m") || len(d.Primary.Against) != 1 {
+	if d.Primary.Status != "inconclusive" || !strings.Contains(d.Primary.Summary, "no finding that names a cause can be the verdict: m") || len(d.Primary.Against) != 1 {
 		t.Fatalf("primary %+v", d.Primary)
 	}
 	q := rule(t, "queue/a", "queueing", "critical", "", "")
