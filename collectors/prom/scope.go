@@ -55,71 +55,6 @@ func (c *Collector) Scopes() []Scope {
 	return append([]Scope(nil), c.scopes...)
 }
 
-// matcher is one label matcher of a selector, as written.
-type matcher struct{ label, text string }
-
-// parseSelector splits a selector into its label matchers (name op
-// "value", comma-separated); ok is false when it is not such a list.
-func parseSelector(sel string) (ms []matcher, ok bool) {
-	i, n := 0, len(sel)
-	space := func() {
-		for i < n && (sel[i] == ' ' || sel[i] == '\t' || sel[i] == '\n') {
-			i++
-		}
-	}
-	for {
-		space()
-		if i == n {
-			return ms, true
-		}
-		start := i
-		for i < n && (sel[i] == '_' || sel[i] >= 'a' && sel[i] <= 'z' || sel[i] >= 'A' && sel[i] <= 'Z' || i > start && sel[i] >= '0' && sel[i] <= '9') {
-			i++
-		}
-		if i == start {
-			return nil, false
-		}
-		label := sel[start:i]
-		space()
-		op := ""
-		for _, o := range []string{"=~", "!~", "!=", "="} {
-			if strings.HasPrefix(sel[i:], o) {
-				op = o
-				break
-			}
-		}
-		if op == "" {
-			return nil, false
-		}
-		i += len(op)
-		space()
-		if i == n || (sel[i] != '"' && sel[i] != '\'' && sel[i] != '`') {
-			return nil, false
-		}
-		q, from := sel[i], i
-		i++
-		for i < n && sel[i] != q {
-			if sel[i] == '\\' && q != '`' {
-				i++
-			}
-			i++
-		}
-		if i >= n {
-			return nil, false
-		}
-		i++
-		ms = append(ms, matcher{label, label + op + sel[from:i]})
-		space()
-		if i == n {
-			return ms, true
-		}
-		if sel[i] != ',' {
-			return nil, false
-		}
-		i++
-	}
-}
-
 // selector is what a family's queries are narrowed by: its own matchers
 // and join where the selector does not reach it as given, else the
 // selector.
@@ -190,7 +125,7 @@ func (c *Collector) scopeNames(ctx context.Context, start, end time.Time, names 
 	if sel == "" {
 		return names, nil
 	}
-	ms, ok := parseSelector(sel)
+	ms, ok := ParseSelector(sel)
 	if !ok || len(ms) == 0 {
 		c.note("the selector is not a list of label matchers (name=\"value\", …), so it was added to every query as given: series without its labels (GPU exporters, info metrics) were left out")
 		return names, nil
@@ -204,10 +139,10 @@ func (c *Collector) scopeNames(ctx context.Context, start, end time.Time, names 
 	}
 	carry := map[string]map[string]bool{}
 	for _, m := range ms {
-		if _, done := carry[m.label]; done {
+		if _, done := carry[m.Label]; done {
 			continue
 		}
-		if carry[m.label], err = c.labelValues(ctx, familiesMatch(m.label+`!=""`), start, end, "listing which metrics carry "+m.label); err != nil {
+		if carry[m.Label], err = c.labelValues(ctx, familiesMatch(m.Label+`!=""`), start, end, "listing which metrics carry "+m.Label); err != nil {
 			return nil, err
 		}
 	}
@@ -229,10 +164,10 @@ func (c *Collector) scopeNames(ctx context.Context, start, end time.Time, names 
 	for _, n := range slices.Sorted(maps.Keys(all)) {
 		j := &joined{name: n}
 		for _, m := range ms {
-			if carry[m.label][n] || !engineLabel[m.label] {
-				j.own = append(j.own, m.text)
+			if carry[m.Label][n] || !engineLabel[m.Label] {
+				j.own = append(j.own, m.Text)
 			} else {
-				j.lack = append(j.lack, m.text)
+				j.lack = append(j.lack, m.Text)
 			}
 		}
 		switch {
@@ -249,7 +184,7 @@ func (c *Collector) scopeNames(ctx context.Context, start, end time.Time, names 
 			seen[src] = true
 			s := Scope{Families: src, Read: true}
 			for _, m := range ms {
-				s.Matched = append(s.Matched, m.text)
+				s.Matched = append(s.Matched, m.Text)
 			}
 			scopes = append(scopes, s)
 		}
@@ -273,7 +208,7 @@ func (c *Collector) scopeNames(ctx context.Context, start, end time.Time, names 
 // Two rounds of instant queries: the keys of the engine series, then those
 // of other engine series sharing them and the families' series carrying
 // them.
-func (c *Collector) join(ctx context.Context, ms []matcher, out map[string]bool, js []*joined) ([]Scope, error) {
+func (c *Collector) join(ctx context.Context, ms []Matcher, out map[string]bool, js []*joined) ([]Scope, error) {
 	// The engine series read as given anchor the join: gauges and counters
 	// (few series), else whatever the engine has.
 	var anchor, every []string
@@ -293,8 +228,8 @@ func (c *Collector) join(ctx context.Context, ms []matcher, out map[string]bool,
 	sort.Strings(anchor)
 	set := map[string]bool{"instance": true, "pod": true, "namespace": true, "node": true}
 	for _, m := range ms {
-		if m.label != "__name__" {
-			set[m.label] = true
+		if m.Label != "__name__" {
+			set[m.Label] = true
 		}
 	}
 	by := strings.Join(slices.Sorted(maps.Keys(set)), ", ")

@@ -20,8 +20,8 @@ import (
 func TestParseSelector(t *testing.T) {
 	for sel, want := range map[string][]string{
 		`model_name="a"`: {`model_name="a"`},
-		` model_name = "a,b" , namespace=~'p.*',`:    {`model_name="a,b"`, `namespace=~'p.*'`},
-		"instance!=`x\"y`,job!~\"a\\\"b\"":           {"instance!=`x\"y`", `job!~"a\"b"`},
+		` model_name = "a,b" , namespace=~'p.*',`:    {`model_name="a,b"`, `namespace=~"p.*"`},
+		"instance!=`x\"y`,job!~\"a\\\"b\"":           {`instance!="x\"y"`, `job!~"a\"b"`},
 		`__name__=~"vllm:.*"`:                        {`__name__=~"vllm:.*"`},
 		`model_name="a"} or vector(1) or up{job="x"`: nil,
 		`model_name`:                    nil,
@@ -35,10 +35,10 @@ func TestParseSelector(t *testing.T) {
 		`model_name=~"a|b",namespace!="kube-system"`:    {`model_name=~"a|b"`, `namespace!="kube-system"`},
 		`model_name="meta-llama/Llama-3.1-8B-Instruct"`: {`model_name="meta-llama/Llama-3.1-8B-Instruct"`},
 	} {
-		ms, ok := parseSelector(sel)
+		ms, ok := ParseSelector(sel)
 		var got []string
 		for _, m := range ms {
-			got = append(got, m.text)
+			got = append(got, m.Text)
 		}
 		if ok != (want != nil) || !slices.Equal(got, want) {
 			t.Errorf("%s: %v %q, want %q", sel, ok, got, want)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
@@ -686,8 +687,8 @@ func TestNarrowing(t *testing.T) {
 		if got != tc.want || strings.Join(parts, " ") != tc.parts {
 			t.Errorf("narrowing(%s, %v) = %q %q, want %q %q", tc.sel, tc.t, got, parts, tc.want, tc.parts)
 		}
-		if _, ok := parseMatchers(tc.sel); ok == tc.unread {
-			t.Errorf("parseMatchers(%s) ok = %v", tc.sel, ok)
+		if _, ok := prom.ParseSelector(tc.sel); ok == tc.unread {
+			t.Errorf("ParseSelector(%s) ok = %v", tc.sel, ok)
 		}
 	}
 	if got := slugify([]string{"instance", "10.0.0.7:8000", "namespace", "prod|staging"}, "narrowed"); got != "instance-10.0.0.7-8000-namespace-prod-staging" {

@@ -2,13 +2,12 @@ package serve
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
 
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/evidence"
 )
 
@@ -33,126 +32,6 @@ type runScope struct {
 	end               time.Time
 }
 
-// labelMatcher is one label matcher of a selector: text is its canonical
-// form (name op "value"), value the value unquoted.
-type labelMatcher struct {
-	name, op, value, text string
-}
-
-// parseMatchers splits a selector in CheckSelector's form into its
-// matchers; ok is false when it cannot (then nothing is known of it).
-func parseMatchers(sel string) (ms []labelMatcher, ok bool) {
-	i, n := 0, len(sel)
-	space := func() {
-		for i < n && (sel[i] == ' ' || sel[i] == '\t') {
-			i++
-		}
-	}
-	for {
-		space()
-		if i == n {
-			return ms, true
-		}
-		start := i
-		for i < n && (sel[i] == '_' || sel[i] >= 'a' && sel[i] <= 'z' || sel[i] >= 'A' && sel[i] <= 'Z' || i > start && sel[i] >= '0' && sel[i] <= '9') {
-			i++
-		}
-		if i == start {
-			return nil, false
-		}
-		m := labelMatcher{name: sel[start:i]}
-		space()
-		for _, op := range []string{"=~", "!~", "!=", "="} {
-			if strings.HasPrefix(sel[i:], op) {
-				m.op = op
-				break
-			}
-		}
-		if m.op == "" {
-			return nil, false
-		}
-		i += len(m.op)
-		space()
-		if i == n || (sel[i] != '"' && sel[i] != '\'' && sel[i] != '`') {
-			return nil, false
-		}
-		q, qs := sel[i], i
-		i++
-		for i < n && sel[i] != q {
-			if sel[i] == '\\' && q != '`' {
-				i++
-			}
-			i++
-		}
-		if i >= n {
-			return nil, false
-		}
-		i++
-		v, err := unquotePromQL(sel[qs:i])
-		if err != nil {
-			return nil, false
-		}
-		m.value = v
-		m.text = m.name + m.op + strconv.Quote(v)
-		ms = append(ms, m)
-		space()
-		if i == n {
-			return ms, true
-		}
-		if sel[i] != ',' {
-			return nil, false
-		}
-		i++
-	}
-}
-
-// unquotePromQL reads a PromQL string literal: "…" and '…' with Go's
-// escapes, `…` raw.
-func unquotePromQL(s string) (string, error) {
-	if len(s) < 2 {
-		return "", fmt.Errorf("not a string: %s", s)
-	}
-	body := s[1 : len(s)-1]
-	switch s[0] {
-	case '`':
-		return body, nil
-	case '\'':
-		// As a double-quoted string: \' is ', a bare " is escaped.
-		var b strings.Builder
-		for i := 0; i < len(body); i++ {
-			switch {
-			case body[i] == '\\' && i+1 < len(body) && body[i+1] == '\'':
-				b.WriteByte('\'')
-				i++
-			case body[i] == '\\' && i+1 < len(body):
-				b.WriteString(body[i : i+2])
-				i++
-			case body[i] == '"':
-				b.WriteString(`\"`)
-			default:
-				b.WriteByte(body[i])
-			}
-		}
-		return strconv.Unquote(`"` + b.String() + `"`)
-	}
-	return strconv.Unquote(s)
-}
-
-// matches says whether the matcher accepts a label's value.
-func (m labelMatcher) matches(v string) bool {
-	switch m.op {
-	case "=":
-		return v == m.value
-	case "!=":
-		return v != m.value
-	}
-	re, err := regexp.Compile("^(?:" + m.value + ")$")
-	if err != nil {
-		return false
-	}
-	return re.MatchString(v) == (m.op == "=~")
-}
-
 // fixedLabels are the label values a target's identity fixes: its
 // group-by labels (a target without them, as tests build, is its model's).
 func fixedLabels(t evidence.Target) map[string]string {
@@ -170,7 +49,7 @@ func fixedLabels(t evidence.Target) map[string]string {
 // fixes to a value they accept ("" when sel narrows nothing). A selector
 // that cannot be read narrows by all of it.
 func narrowing(sel string, t evidence.Target) (text string, parts []string) {
-	ms, ok := parseMatchers(sel)
+	ms, ok := prom.ParseSelector(sel)
 	if !ok {
 		s := strings.Join(strings.Fields(sel), " ")
 		return s, []string{s}
@@ -178,11 +57,11 @@ func narrowing(sel string, t evidence.Target) (text string, parts []string) {
 	fixed := fixedLabels(t)
 	var texts []string
 	for _, m := range ms {
-		if v, ok := fixed[m.name]; ok && m.matches(v) {
+		if v, ok := fixed[m.Label]; ok && m.Matches(v) {
 			continue
 		}
-		texts = append(texts, m.text)
-		parts = append(parts, m.name, m.value)
+		texts = append(texts, m.Text)
+		parts = append(parts, m.Label, m.Value)
 	}
 	return strings.Join(texts, ","), parts
 }
