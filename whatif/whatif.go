@@ -206,8 +206,9 @@ func Calibrate(ctx context.Context, t *advisor.TargetReport, o Options) *Target 
 	}
 	for _, in := range t.Inconsistencies {
 		// Quantiles misplaced in their buckets are shown, not fitted
-		// (compareFigures); the rest of the window still calibrates.
-		if in.Check == "quantiles-out-of-order" {
+		// (compareFigures), and a front end's time withheld is left out of
+		// the fit: the rest of the window still calibrates.
+		if in.Check == "quantiles-out-of-order" || in.Check == "requests-outlast-window" {
 			continue
 		}
 		out.Why = "the evidence contradicts itself (" + in.Note + "), so no scenario can be fitted to it"

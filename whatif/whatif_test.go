@@ -341,3 +341,23 @@ func BenchmarkWhatifQueueBound(b *testing.B) {
 		}
 	})
 }
+
+// A TTFT p99 interpolated above end-to-end p99 is no test of a replay: the
+// row is shown, not counted as "0% off".
+func TestOutOfOrderQuantileIsNoTest(t *testing.T) {
+	tr := advisor.TargetReport{
+		Evidence:        map[string]any{"stage": map[string]any{"ttft": map[string]any{"p99": 39.6}}, "service": map[string]any{"e2e": map[string]any{"p99": 29.9}}},
+		Resolution:      map[string][2]float64{"stage.ttft.p99": {20, 40}},
+		Inconsistencies: []evidence.Inconsistency{{Check: "quantiles-out-of-order", Fields: []string{"stage.ttft.p99", "service.e2e.p99"}}},
+	}
+	rep := map[string]any{"stage": map[string]any{"ttft": map[string]any{"p99": 31.0}}, "service": map[string]any{"e2e": map[string]any{"p99": 29.9}}}
+	rows, worst := compareFigures(&tr, rep, fitted{engines: 1})
+	for _, r := range rows {
+		if (r.Name == "ttft_p99" || r.Name == "e2e_p99") && !r.Shown {
+			t.Errorf("%s counted: %+v", r.Name, r)
+		}
+	}
+	if worst != 0 || len(rows) != 2 {
+		t.Errorf("worst %v rows %+v", worst, rows)
+	}
+}
