@@ -483,7 +483,12 @@ func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 		Title: r.Rule.Title, Message: r.Message, Evidence: r.Evidence, Stage: r.Stage(), impact: r.Impact, impactMax: r.ImpactMax, layer: r.Rule.Layer,
 		Next: r.Rule.Steps(e), Docs: r.Rule.DocsPath(), Suppressed: r.Suppressed(), Sources: map[string]string{},
 		Tentative: r.Tentative(), deniesHealthy: r.Rule.DeniesHealthy}
-	f.Impact = share(r.Impact)
+	if !rules.OnPath(r.Rule.Bottleneck) {
+		// Off the latency path: no share, even where a target names the
+		// stage it judges.
+		f.impact, f.impactMax = math.NaN(), math.NaN()
+	}
+	f.Impact = share(f.impact)
 	// JSON has no NaN: a cited number that is missing is left out.
 	for k, x := range f.Evidence {
 		if !evidence.Present(x) {

@@ -121,7 +121,7 @@ func TestCompareRaisedMaxNumSeqs(t *testing.T) {
 	code, c := compareJSON(t, "--fail-on-regression", "ttft_p99=10%", before[0], after[0])
 	tg := c.Targets[0]
 	if tg.Verdict != compare.Changed || code != 0 {
-		t.Fatalf("exit %d, %s: %s", code, tg.Verdict, tg.Why)
+		t.Fatalf("exit %d, %s: %s; unevaluated %v regressions %+v", code, tg.Verdict, tg.Why, c.Unevaluated, c.Regressions)
 	}
 	var queue *compare.Delta
 	for i := range tg.Latency {
