@@ -490,12 +490,10 @@ func findingOf(e *evidence.Evidence, r rules.Result) Finding {
 	}
 	f.Impact = share(f.impact)
 	// JSON has no NaN: a cited number that is missing is left out.
-	for k, x := range f.Evidence {
-		if !evidence.Present(x) {
-			if len(f.Evidence) == len(r.Evidence) {
-				f.Evidence = maps.Clone(r.Evidence)
-			}
-			delete(f.Evidence, k)
+	f.Evidence = make(map[string]float64, len(r.Evidence))
+	for k, x := range r.Evidence {
+		if evidence.Present(x) {
+			f.Evidence[k] = x
 		}
 	}
 	if f.Next == nil {
@@ -706,7 +704,7 @@ func primary(fs []Finding, unchecked []string, bounded []Bounded) Primary {
 		// What could be read shows nothing wrong, plainly (a finding
 		// naming no bottleneck): a tentative healthy verdict, not an earned one.
 		for _, f := range fs {
-			if f.Bottleneck == "none" && f.ExplainedBy == "" {
+			if f.Bottleneck == "none" && f.ExplainedBy == "" && !f.deniesHealthy {
 				return Primary{Bottleneck: "none", Rule: f.Rule, Status: "tentative", Unchecked: unchecked, Bounded: bounded,
 					Summary: f.Title + fmt.Sprintf(", in what could be read (%d deciding check%s could not run)",
 						len(unchecked), plural(len(unchecked))),

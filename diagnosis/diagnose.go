@@ -62,7 +62,7 @@ func (in *Input) Diagnose(set *rules.Set, cfg *rules.Config) *advisor.Diagnosis 
 	if cfg == nil {
 		cfg = &rules.Config{}
 	}
-	evs, raws, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
+	evs, given, win, notes := buildEvidence(in.Window, engine.Options{GroupBy: in.GroupBy, Engine: in.Engine}, cfg, in.Requests)
 	d := &advisor.Diagnosis{Schema: advisor.Schema, Sources: in.Sources, Targets: []advisor.TargetReport{}, Notes: notes, Window: win,
 		Config: cfg.File}
 	for _, s := range cfg.Expired() {
@@ -71,7 +71,7 @@ func (in *Input) Diagnose(set *rules.Set, cfg *rules.Config) *advisor.Diagnosis 
 	for i, rs := range set.EvaluateEach(evs, cfg) {
 		t := advisor.Advise(evs[i], rs, cfg)
 		if t.Primary.Bottleneck == "none" && len(evs[i].Inconsistencies) > 0 {
-			advisor.DenyHealthy(&t, withheldPoints(set, raws[i], rs, cfg)...)
+			advisor.DenyHealthy(&t, withheldPoints(set, given[i](), rs, cfg)...)
 		}
 		if n, confirm := in.readings(); n > 0 {
 			advisor.MarkTentative(&t, n, confirm)
@@ -119,10 +119,13 @@ func (in *Input) Checklist(set *rules.Set, cfg *rules.Config, strict bool) *advi
 
 // buildEvidence is the collector end of every run: the window (nil: none)
 // and request-level files to evidence per target, the window's description
-// and the notes collecting left. It is the one place the engine's builder
-// is called (every registered engine's catalogue). The window is left as it was found, so one Input can be
+// and the notes collecting left; beside each target's checked evidence, how
+// to get it as given (nothing withheld), which a diagnosis asks for only
+// when withheld evidence might stand against a healthy verdict. It is the
+// one place the engine's builder is called (every registered engine's
+// catalogue). The window is left as it was found, so one Input can be
 // diagnosed and checked.
-func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs []RequestFile) (evs, raws []*evidence.Evidence, _ advisor.Window, _ []string) {
+func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs []RequestFile) (evs []*evidence.Evidence, given []func() *evidence.Evidence, _ advisor.Window, _ []string) {
 	if w == nil {
 		w = window.New()
 	}
@@ -138,10 +141,7 @@ func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs
 	notes = append(notes, more...)
 	for _, e := range evs {
 		setTargets(e, cfg)
-		raw := e.Clone()
-		evidence.CheckTrusting(raw)
-		raws = append(raws, raw)
-		evidence.Check(e)
+		given = append(given, evidence.CheckKeepingGiven(e))
 		for _, n := range e.Notes {
 			if len(evs) > 1 {
 				n = targetName(e.Target) + ": " + n
@@ -156,7 +156,7 @@ func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs
 	}
 	if secs := w.Seconds(); !math.IsNaN(secs) {
 		win.Seconds = secs
-		if c := w.Covered(); c < 0.9*secs {
+		if c := w.Covered(); c < window.MinCovered*secs {
 			win.Covered = c
 		}
 	}
@@ -167,7 +167,7 @@ func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs
 	if w.Cumulative {
 		notes = append(notes, "one snapshot: counts and distributions cover the time since the server started, and rates cannot be computed; give two snapshots for a window")
 	}
-	return evs, raws, win, notes
+	return evs, given, win, notes
 }
 
 // withheldPoints names the causes that evidence withheld as inconsistent

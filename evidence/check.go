@@ -103,7 +103,7 @@ func check(e *Evidence, member bool) {
 	// Requests about as long as the window: TTFT counts those that started
 	// in it, queue and prefill those that finished in it, mostly begun
 	// before. What is left of TTFT after them is no front end's time.
-	if w := e.Values.Cond.WindowSeconds; !e.trusting && Present(w) && w > 0 && Present(e2e) && e2e > 0.5*w && Present(front) && front > frontFloor {
+	if w := e.Values.Cond.WindowSeconds; !e.trusting && outlasts(e2e, w) && Present(front) && front > frontFloor {
 		e.AddInconsistency(Inconsistency{Check: "requests-outlast-window", Fields: []string{"stage.front_mean", "stage.share.front"},
 			Note: fmt.Sprintf("requests last about as long as the window (mean end-to-end %s, window %s): TTFT counts requests that started in it, queue and prefill requests that finished in it, so the %s left of TTFT is no front end's time and is withheld; diagnose a longer window",
 				secs(e2e), secs(w), secs(front))})
@@ -155,9 +155,9 @@ func check(e *Evidence, member bool) {
 	if !member {
 		ordered(e)
 	}
-	atLeast(e, &st.TTFTP99AtLeast, "stage.ttft.p99", st.TTFT.P99)
-	atLeast(e, &st.ITLP50AtLeast, "stage.itl.p50", st.ITL.P50)
-	atLeast(e, &e.Values.Service.E2EP99AtLeast, "service.e2e.p99", e.Values.Service.E2E.P99)
+	atLeast(e, &st.TTFTP99AtLeast, "stage.ttft_p99_at_least", "stage.ttft.p99", st.TTFT.P99)
+	atLeast(e, &st.ITLP50AtLeast, "stage.itl_p50_at_least", "stage.itl.p50", st.ITL.P50)
+	atLeast(e, &e.Values.Service.E2EP99AtLeast, "service.e2e_p99_at_least", "service.e2e.p99", e.Values.Service.E2E.P99)
 	for _, m := range e.Members {
 		check(m, true)
 	}
@@ -194,7 +194,7 @@ func bucketOf(e *Evidence, path string) string {
 // atLeast sets the least a quantile can be: its bucket's lower bound where
 // a histogram gave it (the quantile is above it: a bucket holds values over
 // its lower bound), the value where it is exact.
-func atLeast(e *Evidence, dst *float64, path string, x float64) {
+func atLeast(e *Evidence, dst *float64, at, path string, x float64) {
 	if Present(*dst) || !Present(x) {
 		return
 	}
@@ -214,7 +214,7 @@ func atLeast(e *Evidence, dst *float64, path string, x float64) {
 	if bucketed && r[0] < x {
 		*dst = r[0]
 	}
-	e.Cite(Node(path)+"_"+path[strings.LastIndexByte(path, '.')+1:]+"_at_least", Source{Metric: "derived", Note: "lower bound of the histogram bucket " + path + " was interpolated in"})
+	e.Cite(at, Source{Metric: "derived", Note: "lower bound of the histogram bucket " + path + " was interpolated in"})
 }
 
 // budget splits mean end-to-end into the wait for the first token and
@@ -226,11 +226,9 @@ func budget(e *Evidence, e2e, first, q, dec float64, measured bool) {
 	b, c := &e.Values.Stage.Budget, &e.Values.Cond
 	if Present(e.Values.Stage.TTFT.Mean) && !Present(c.TTFTFromArrival) {
 		c.TTFTFromArrival = 1
-		if e.Inconsistent("stage.ttft") != "" {
-			for _, in := range e.Inconsistencies {
-				if in.Check == "ttft-excludes-queue" {
-					c.TTFTFromArrival = 0
-				}
+		for _, in := range e.Inconsistencies {
+			if in.Check == "ttft-excludes-queue" {
+				c.TTFTFromArrival = 0
 			}
 		}
 		e.Cite("cond.ttft_from_arrival", Source{Metric: "derived", Note: "0 when the queue + prefill exceed TTFT or time outside TTFT and decode is unexplained"})
@@ -270,6 +268,11 @@ func budget(e *Evidence, e2e, first, q, dec float64, measured bool) {
 	e.Text["stage.budget_gap"] = budgetReason(e, u)
 }
 
+// outlasts: requests of mean end-to-end e2e last about as long as a window
+// of w seconds (over half of it), so the histograms observed at a request's
+// first token and at its finish count different requests.
+func outlasts(e2e, w float64) bool { return Present(w) && w > 0 && Present(e2e) && e2e > 0.5*w }
+
 // Budget gap tolerance: the parts may miss the whole by this share of mean
 // end-to-end (and this many seconds) before the gap is named.
 const (
@@ -281,7 +284,7 @@ const (
 func budgetReason(e *Evidence, u float64) string {
 	v := e.Values
 	var why []string
-	if w := v.Cond.WindowSeconds; Present(w) && w > 0 && v.Service.E2E.Mean > 0.5*w {
+	if w := v.Cond.WindowSeconds; outlasts(v.Service.E2E.Mean, w) {
 		why = append(why, fmt.Sprintf("requests last about as long as the window (mean end-to-end %s, window %s), so end-to-end and the stage times count different requests", secs(v.Service.E2E.Mean), secs(w)))
 	}
 	if u > 0 {

@@ -295,18 +295,45 @@ func (e *Evidence) Clone() *Evidence {
 	return &c
 }
 
-// CheckTrusting derives what Check derives with nothing withheld: what the
-// evidence would say if every number in it were right.
-func CheckTrusting(e *Evidence) {
-	var mark func(*Evidence)
-	mark = func(x *Evidence) {
-		x.trusting = true
-		for _, m := range x.Members {
-			mark(m)
+// CheckKeepingGiven runs Check and returns what the evidence would say if
+// every number in it were right: called, it derives what Check derives on
+// the numbers as given, with nothing withheld. Only the values are kept
+// until then (a copy, no allocation per field), as few diagnoses need it.
+func CheckKeepingGiven(e *Evidence) (given func() *Evidence) {
+	pre := keepGiven(e)
+	Check(e)
+	return func() *Evidence {
+		c := e.Clone()
+		pre.restore(c)
+		Check(c)
+		return c
+	}
+}
+
+// given is evidence's values and contradictions before Check, members too.
+type given struct {
+	v       Values
+	in      []Inconsistency
+	members []given
+}
+
+func keepGiven(e *Evidence) given {
+	g := given{v: e.Values, in: slices.Clone(e.Inconsistencies)}
+	for _, m := range e.Members {
+		g.members = append(g.members, keepGiven(m))
+	}
+	return g
+}
+
+// restore puts the values back and marks the evidence trusting: its checks
+// record no contradiction.
+func (g given) restore(e *Evidence) {
+	e.Values, e.Inconsistencies, e.trusting = g.v, slices.Clone(g.in), true
+	for i, m := range e.Members {
+		if i < len(g.members) {
+			g.members[i].restore(m)
 		}
 	}
-	mark(e)
-	Check(e)
 }
 
 // Inconsistency is evidence that contradicts itself or physics, or that

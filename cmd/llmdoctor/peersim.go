@@ -89,11 +89,11 @@ func LoadPeerCases(dir string) ([]PeerCase, error) {
 
 // TreePeerCases reads the peer cases of the source tree.
 func TreePeerCases() ([]PeerCase, error) {
-	dir, err := realCasesDir()
+	dir, err := treeTestdata("peersim")
 	if err != nil {
 		return nil, err
 	}
-	return LoadPeerCases(filepath.Join(filepath.Dir(dir), "peersim"))
+	return LoadPeerCases(dir)
 }
 
 // PeerResult is one case read in one form.

@@ -17,21 +17,22 @@ import (
 	"github.com/llmdoctor/llmdoctor/rules"
 )
 
-// realCasesDir is where the real cases are, found from the working
-// directory up to the module's root: lines pasted in public threads, each
-// with the verdict the thread supports (its README says the format).
-func realCasesDir() (string, error) {
+// treeTestdata is diagnosis/testdata/NAME of the source tree the working
+// directory is in, found from it up to the module's root: the real cases
+// (lines pasted in public threads) and the independent simulator's windows,
+// each with a README that says the format.
+func treeTestdata(name string) (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "diagnosis", "testdata", "realcases"), nil
+			return filepath.Join(dir, "diagnosis", "testdata", name), nil
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
-			return "", fmt.Errorf("the real cases are read from the source tree: run from inside it")
+			return "", fmt.Errorf("diagnosis/testdata/%s is read from the source tree: run from inside it", name)
 		}
 		dir = up
 	}
@@ -140,7 +141,7 @@ func (c RealCase) check() error {
 // TreeRealCases reads the real cases of the source tree the working
 // directory is in.
 func TreeRealCases() ([]RealCase, error) {
-	dir, err := realCasesDir()
+	dir, err := treeTestdata("realcases")
 	if err != nil {
 		return nil, err
 	}

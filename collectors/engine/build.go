@@ -73,7 +73,8 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 			members = mw.Restrict(sel)
 		}
 		e := eng.buildOne(tw, members, sel, opt)
-		if secs, cov := tw.Seconds(), tw.Covered(); cov < coveredShare*secs {
+		// buildOne took the window to be as long as its data covers.
+		if secs, cov := tw.Seconds(), e.Values.Cond.WindowSeconds; cov < secs {
 			note := fmt.Sprintf("the data covers %s of the %s window (%.0f%%): rates are over the time covered, and the window is taken to be that long",
 				time.Duration(cov*float64(time.Second)).Round(time.Second), time.Duration(secs*float64(time.Second)).Round(time.Second), 100*cov/secs)
 			if !slices.Contains(w.Notes, note) {
@@ -213,7 +214,7 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	secs := w.Seconds()
 	// Rates are over the time the data covers: a window longer than its
 	// data would divide increases by time nothing was recorded in.
-	if cov := w.Covered(); cov < coveredShare*secs {
+	if cov := w.Covered(); cov < window.MinCovered*secs {
 		secs = cov
 	}
 
@@ -372,7 +373,3 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	}
 	return b.e
 }
-
-// coveredShare: data covering less of its window than this is named, and
-// rates are over what it covers.
-const coveredShare = 0.9

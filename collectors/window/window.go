@@ -141,6 +141,11 @@ func (w *Window) Seconds() float64 {
 	return w.End.Sub(w.Start).Seconds()
 }
 
+// MinCovered is the share of its window data must cover before the
+// window's length is taken as it is: under it, rates are over the time
+// covered, and reports say so.
+const MinCovered = 0.9
+
 // Covered is the part of the window the data covers: from the first point
 // any gauge series has a sample at to the last. A Prometheus window longer
 // than the data in it (a server started two minutes ago, a 15-minute
