@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -146,32 +145,13 @@ func TestAlertmanagerDiagnosisKeepsGPUs(t *testing.T) {
 		return p
 	}
 	const amToken = "selector-alertmanager-token-8d2e"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &syncBuffer{}
-	root := newRoot()
-	root.SetArgs([]string{"serve", "--prom", prom, "--listen", "127.0.0.1:0",
+	base, stderr, cancel, served := serveInProcess(t, "--prom", prom,
 		"--slack-token-file", write("slack-token", fakeslack.Token), "--slack-channel", fakeslack.Channel, "--slack-api-url", slack.APIURL(),
-		"--alertmanager-token-file", write("am-token", amToken), "--external-url", "http://llmdoctor.invalid"})
-	root.SetIn(strings.NewReader(""))
-	root.SetOut(io.Discard)
-	root.SetErr(stderr)
-	served := make(chan error, 1)
-	go func() { served <- root.ExecuteContext(ctx) }()
+		"--alertmanager-token-file", write("am-token", amToken), "--external-url", "http://llmdoctor.invalid")
 	defer func() {
 		cancel()
 		<-served
 	}()
-	addr := ""
-	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := regexp.MustCompile(`msg=listening addr=(\S+)`).FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
-		t.Fatalf("llmdoctor serve did not start:\n%s", stderr.String())
-	}
-	base := "http://" + addr
 	defer func() {
 		if t.Failed() {
 			t.Logf("llmdoctor serve's log:\n%s\nSlack got:\n%s", tail(stderr.String(), 40), slack.Summary())

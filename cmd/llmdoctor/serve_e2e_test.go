@@ -160,30 +160,12 @@ func TestServeAlertmanagerEndToEnd(t *testing.T) {
 		return p
 	}
 	const amToken = "e2e-alertmanager-token-5f1c"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &syncBuffer{}
-	root := newRoot()
-	root.SetArgs([]string{"serve", "--prom", promURL, "--listen", "127.0.0.1:0",
+	llmdoctor, stderr, cancel, served := serveInProcess(t, "--prom", promURL,
 		"--slack-token-file", write("slack-token", fakeslack.Token), "--slack-channel", fakeslack.Channel, "--slack-api-url", slack.APIURL(),
 		"--alertmanager-token-file", write("am-token", amToken),
 		// The port is known once it listens: links name a placeholder.
-		"--external-url", "http://llmdoctor.invalid"})
-	root.SetIn(strings.NewReader(""))
-	root.SetOut(io.Discard)
-	root.SetErr(stderr)
-	served := make(chan error, 1)
-	go func() { served <- root.ExecuteContext(ctx) }()
-	addr := ""
-	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := regexp.MustCompile(`msg=listening addr=(\S+)`).FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
-		t.Fatalf("llmdoctor serve did not start:\n%s", stderr.String())
-	}
-	llmdoctor := "http://" + addr
+		"--external-url", "http://llmdoctor.invalid")
+	defer cancel()
 	defer func() {
 		if t.Failed() {
 			t.Logf("llmdoctor serve's log:\n%s\nSlack got:\n%s", tail(stderr.String(), 40), slack.Summary())
@@ -346,4 +328,28 @@ func scrapeCount(t *testing.T, base, series string) float64 {
 		}
 	}
 	return 0
+}
+
+// serveInProcess starts llmdoctor serve --listen 127.0.0.1:0 with args in
+// this process and returns its base URL once it listens, its log, what
+// stops it and where its end is sent.
+func serveInProcess(t *testing.T, args ...string) (base string, stderr *syncBuffer, stop context.CancelFunc, served <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr = &syncBuffer{}
+	root := newRoot()
+	root.SetArgs(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+	root.SetIn(strings.NewReader(""))
+	root.SetOut(io.Discard)
+	root.SetErr(stderr)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := regexp.MustCompile(`msg=listening addr=(\S+)`).FindStringSubmatch(stderr.String()); m != nil {
+			return "http://" + m[1], stderr, cancel, done
+		}
+	}
+	cancel()
+	t.Fatalf("llmdoctor serve did not start:\n%s", stderr.String())
+	return "", nil, nil, nil
 }
