@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // The validation set: random simulator scenarios, each diagnosed, its top

@@ -12,8 +12,8 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/whatif.md")

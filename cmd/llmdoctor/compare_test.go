@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/compare"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // simWindows runs a scenario offline and diagnoses the windows between the

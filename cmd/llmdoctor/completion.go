@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // groupLabels are the labels a target is commonly grouped by, offered when

@@ -14,9 +14,9 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // demoScrapes is how many scrapes after the first cover the scenario's window.

@@ -20,9 +20,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 	"github.com/llmdoctor/llmdoctor/internal/units"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // Every example in README.md and docs/ runs: the usage lines, the commands

@@ -10,7 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 var updateFirstScreens = flag.Bool("update-first-screens", false, "rewrite testdata/first-screen/*.txt from the demo scenarios")

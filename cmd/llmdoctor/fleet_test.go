@@ -11,7 +11,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // serveScenario starts a step-mode simulator on a loopback port; change,

@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/internal/browsertest"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/browsertest"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/report.png, the README's picture of the demo report")

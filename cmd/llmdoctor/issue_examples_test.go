@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 )
 
 // Windows where each step was principled and the verdict still wrong, each
@@ -90,7 +91,7 @@ func TestWindowLongerThanItsDataIsNamed(t *testing.T) {
 		snaps = append(snaps, b)
 		at = append(at, end.Add(time.Duration(i-len(paths)+1)*5*time.Second))
 	}
-	om, err := promtest.OpenMetricsFromSnapshots(snaps, at)
+	om, err := simtest.OpenMetricsFromSnapshots(snaps, at)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llmdoctor/llmdoctor/internal/expogen"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/expogen"
 )
 
 // runCLI runs the command in-process with an empty standard input and
@@ -199,7 +199,7 @@ func TestExamplesAreFresh(t *testing.T) {
 	for rel, want := range expogen.Files() {
 		got, err := os.ReadFile(filepath.Join("..", "..", "examples", rel))
 		if err != nil || string(got) != want {
-			t.Errorf("examples/%s is stale: run go run ./internal/expogen/write examples", rel)
+			t.Errorf("examples/%s is stale: run go run ./internal/testkit/expogen/write examples", rel)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"io"
 	"math"
 	"net/http"
@@ -24,8 +25,8 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // promScenarios are diagnosed both from a Prometheus holding the backfilled
@@ -351,7 +352,7 @@ func TestQueryCountIndependentOfInstances(t *testing.T) {
 	queries := map[int]int{}
 	got := map[int]evidenceJSON{}
 	for _, n := range []int{1, fleet} {
-		tsdb, end := promtest.Fleet(t, dir, n)
+		tsdb, end := simtest.Fleet(t, dir, n)
 		url := promtest.Start(t, tsdb, "").URL
 		d := runJSON(t, "--prom", url, "--end", strconv.FormatInt(end.Unix(), 10), "--step", "1m")
 		queries[n] = d.Sources[0].Queries
@@ -396,7 +397,7 @@ func BenchmarkPromFleet(b *testing.B) {
 	dir := b.TempDir()
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
-			tsdb, endTime := promtest.Fleet(b, dir, n)
+			tsdb, endTime := simtest.Fleet(b, dir, n)
 			end := strconv.FormatInt(endTime.Unix(), 10)
 			ps := promtest.Start(b, tsdb, "")
 			cp := &countingProxy{target: ps.URL}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // exampleText reads one of an example window's snapshots.

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // Every credential a user can hand over, each a distinct string so that a

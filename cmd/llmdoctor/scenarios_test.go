@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // Every scenario, diagnosed end to end over HTTP, gets its expected verdict;

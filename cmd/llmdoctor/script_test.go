@@ -15,9 +15,9 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 var updateScripts = flag.Bool("update-scripts", false,
@@ -116,7 +116,7 @@ func TestScripts(t *testing.T) {
 // fakeSlacks are the fake Slacks the scripts started, one per script.
 var fakeSlacks sync.Map // *testscript.TestScript → *fakeslack.Server
 
-// fakeSlackCmd is the scripts' fake Slack (internal/fakeslack), served by
+// fakeSlackCmd is the scripts' fake Slack (internal/testkit/fakeslack), served by
 // the test process on a loopback port for the llmdoctor the script runs:
 //
 //	fakeslack start           serve it, and set $SLACK_WEBHOOK (the incoming

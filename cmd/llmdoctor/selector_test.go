@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"html"
 	"io"
 	"net/http"
@@ -16,8 +17,8 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 )
 
 // The two models of podsProm: a bandwidth-bound MoE on two GPUs (a verdict
@@ -39,7 +40,7 @@ func podsProm(t *testing.T, end time.Time) string {
 	gpu := func(pod string) map[string]string {
 		return map[string]string{"instance": "10.0.0.1:9400", "job": "dcgm", "Hostname": "gpu-node-1", "pod": pod, "namespace": "inference", "container": "vllm"}
 	}
-	om, _ := promtest.Deployments(t, dir, "pods", end.Add(-16*time.Minute), fixtureStep, []promtest.Deployment{
+	om, _ := simtest.Deployments(t, dir, "pods", end.Add(-16*time.Minute), fixtureStep, []simtest.Deployment{
 		{Scenario: "moe-bandwidth", Labels: map[string]string{"instance": "10.1.0.21:8000", "job": "vllm", "pod": "qwen-moe-0", "namespace": "inference"},
 			GPULabels: gpu("qwen-moe-0")},
 		{Scenario: "queue-bound", Labels: map[string]string{"instance": "10.1.0.22:8000", "job": "vllm", "pod": "llama-8b-0", "namespace": "inference"},

@@ -22,7 +22,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
-	server "github.com/llmdoctor/llmdoctor/internal/serve"
+	server "github.com/llmdoctor/llmdoctor/serve"
 )
 
 // The environment variables that hold the Alertmanager receiver's

@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // needAlertmanager returns the path of Debian's prometheus-alertmanager,

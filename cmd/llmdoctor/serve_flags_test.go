@@ -9,7 +9,7 @@ import (
 
 	// Imported as server: robust_secrets_test.go declares a func serve in
 	// this package.
-	server "github.com/llmdoctor/llmdoctor/internal/serve"
+	server "github.com/llmdoctor/llmdoctor/serve"
 )
 
 // serveConfig parses a serve command line into the server's

@@ -10,7 +10,7 @@ import (
 
 	// Imported as server: robust_secrets_test.go declares a func serve in
 	// this package.
-	server "github.com/llmdoctor/llmdoctor/internal/serve"
+	server "github.com/llmdoctor/llmdoctor/serve"
 )
 
 // The environment variables that hold the Slack app's credentials.

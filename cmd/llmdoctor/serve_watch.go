@@ -5,7 +5,7 @@ import (
 
 	// Imported as server: robust_secrets_test.go declares a func serve in
 	// this package.
-	server "github.com/llmdoctor/llmdoctor/internal/serve"
+	server "github.com/llmdoctor/llmdoctor/serve"
 )
 
 // addWatchFlags declares the flags of watch-and-post on serve's flag set,

@@ -14,8 +14,8 @@ import (
 
 	// Imported as server: robust_secrets_test.go declares a func serve in
 	// this package.
-	server "github.com/llmdoctor/llmdoctor/internal/serve"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
+	server "github.com/llmdoctor/llmdoctor/serve"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // --watch turns the watch on and the other watch flags fill its config;
@@ -39,7 +39,7 @@ func TestWatchFlags(t *testing.T) {
 	if !c.Enabled || c.Every != time.Minute || c.Hold != 3 || c.StateFile != "/var/lib/llmdoctor/s.json" || c.Selector != `namespace="prod"` {
 		t.Errorf("every flag: %+v", c)
 	}
-	hook := slackpost.Destination{WebhookURL: "https://hooks.slack.com/services/T0/B0/x"}
+	hook := slackkit.Destination{WebhookURL: "https://hooks.slack.com/services/T0/B0/x"}
 	for _, args := range [][]string{{"--every", "1m"}, {"--hold", "3"}, {"--state-file", "s.json"}, {"--watch-selector", `a="b"`}} {
 		c := parse(args...)
 		if _, err := server.New(server.Config{Slack: hook, Watch: &c}); err == nil || !strings.Contains(err.Error(), "the watch is off") {

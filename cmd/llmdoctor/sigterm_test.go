@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // SIGTERM (what a container runtime or timeout sends) ends a live scrape as

@@ -13,8 +13,8 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // slackPost is the --output value that posts to Slack instead of writing
@@ -46,7 +46,7 @@ type slackFlags struct {
 
 	// dest is the destination prepare read; webhookFrom and tokenFrom
 	// name where its credential came from, for errors.
-	dest                   slackpost.Destination
+	dest                   slackkit.Destination
 	webhookFrom, tokenFrom string
 }
 
@@ -54,7 +54,7 @@ func (s *slackFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&s.webhookFile, "slack-webhook-file", "", "with --output slack: file holding the incoming webhook's URL (- for stdin; or set "+envSlackWebhook+")")
 	f.StringVar(&s.tokenFile, "slack-token-file", "", "with --output slack: file holding a bot token with chat:write (- for stdin; or set "+envSlackToken+"); needs --slack-channel")
 	f.StringVar(&s.channel, "slack-channel", "", "with a bot token: ID of the channel to post to (C…); details go in the message's thread")
-	f.StringVar(&s.apiURL, "slack-api-url", "", "with a bot token: Slack Web API base URL, for GovSlack or a proxy (default "+slackpost.DefaultAPIURL+")")
+	f.StringVar(&s.apiURL, "slack-api-url", "", "with a bot token: Slack Web API base URL, for GovSlack or a proxy (default "+slackkit.DefaultAPIURL+")")
 	f.StringVar(&s.reportURL, "report-url", "", "with --output slack: link each message to the full report at this URL")
 	f.StringVar(&s.graphURL, "graph-url", "", "with --output slack: link each message to a Prometheus graph or Grafana view of the window")
 }
@@ -101,14 +101,14 @@ func (s *slackFlags) prepare(in *input) error {
 		return value, flag, nil
 	}
 	var err error
-	d := slackpost.Destination{Channel: s.channel, APIURL: s.apiURL}
+	d := slackkit.Destination{Channel: s.channel, APIURL: s.apiURL}
 	if d.WebhookURL, s.webhookFrom, err = secret(envSlackWebhook, "--slack-webhook-file", s.webhookFile); err != nil {
 		return err
 	}
 	if d.Token, s.tokenFrom, err = secret(envSlackToken, "--slack-token-file", s.tokenFile); err != nil {
 		return err
 	}
-	var ce *slackpost.ConfigError
+	var ce *slackkit.ConfigError
 	if err := d.Validate(); errors.As(err, &ce) {
 		return s.configProblem(ce.Problem)
 	} else if err != nil {
@@ -123,23 +123,23 @@ func (s *slackFlags) prepare(in *input) error {
 
 // configProblem words a destination's problem as the flags and variables
 // that set it.
-func (s *slackFlags) configProblem(p slackpost.Problem) error {
+func (s *slackFlags) configProblem(p slackkit.Problem) error {
 	switch p {
-	case slackpost.NoDestination:
+	case slackkit.NoDestination:
 		return usageErr("--output slack posts to Slack: set %s or --slack-webhook-file FILE (an incoming webhook), or %s or --slack-token-file FILE (a bot token) with --slack-channel ID",
 			envSlackWebhook, envSlackToken)
-	case slackpost.BothDestinations:
+	case slackkit.BothDestinations:
 		return usageErr("%s gives an incoming webhook and %s a bot token: keep one Slack destination", s.webhookFrom, s.tokenFrom)
-	case slackpost.TokenWithoutChannel:
+	case slackkit.TokenWithoutChannel:
 		return usageErr("a bot token (%s) posts to a channel: give --slack-channel with the channel's ID (C…, at the bottom of its details)", s.tokenFrom)
-	case slackpost.ChannelWithWebhook:
+	case slackkit.ChannelWithWebhook:
 		return usageErr("--slack-channel applies to a bot token: an incoming webhook (%s) posts to the channel it was created for", s.webhookFrom)
-	case slackpost.BadWebhookURL:
+	case slackkit.BadWebhookURL:
 		return usageErr("%s does not hold a URL like https://hooks.slack.com/services/…", s.webhookFrom)
-	case slackpost.BadAPIURL:
-		return usageErr("--slack-api-url %q is not a URL like %s", s.apiURL, slackpost.DefaultAPIURL)
+	case slackkit.BadAPIURL:
+		return usageErr("--slack-api-url %q is not a URL like %s", s.apiURL, slackkit.DefaultAPIURL)
 	}
-	return usageErr("%v", &slackpost.ConfigError{Problem: p})
+	return usageErr("%v", &slackkit.ConfigError{Problem: p})
 }
 
 func (s *slackFlags) options() report.SlackOptions {
@@ -167,7 +167,7 @@ func (o *outputFlags) postChecklist(ctx context.Context, stderr io.Writer, c *ad
 func (s *slackFlags) send(ctx context.Context, stderr io.Writer, msgs []report.SlackMessage) error {
 	ctx, cancel := context.WithTimeout(ctx, slackDeadline)
 	defer cancel()
-	res, err := (&slackpost.Poster{Dest: s.dest, Sleep: slackSleep}).Post(ctx, msgs)
+	res, err := (&slackkit.Poster{Dest: s.dest, Sleep: slackSleep}).Post(ctx, msgs)
 	if isTerminal(stderr) {
 		s.printPosted(stderr, res)
 	}
@@ -179,7 +179,7 @@ func (s *slackFlags) send(ctx context.Context, stderr io.Writer, msgs []report.S
 
 // printPosted says what was posted, a line a message, and once that a
 // webhook left the details out.
-func (s *slackFlags) printPosted(w io.Writer, res []slackpost.Result) {
+func (s *slackFlags) printPosted(w io.Writer, res []slackkit.Result) {
 	dropped := 0
 	for _, r := range res {
 		target := r.Target
@@ -210,16 +210,16 @@ func plural(n int) string {
 // variable to check. The destination's credentials are masked once more.
 func (s *slackFlags) explain(err error) string {
 	msg := err.Error()
-	var e *slackpost.Error
+	var e *slackkit.Error
 	if errors.As(err, &e) {
-		check := map[slackpost.Setting]string{
-			slackpost.CheckWebhook: s.webhookFrom,
-			slackpost.CheckToken:   s.tokenFrom,
-			slackpost.CheckChannel: "--slack-channel",
-			slackpost.CheckAPIURL:  "--slack-api-url",
+		check := map[slackkit.Setting]string{
+			slackkit.CheckWebhook: s.webhookFrom,
+			slackkit.CheckToken:   s.tokenFrom,
+			slackkit.CheckChannel: "--slack-channel",
+			slackkit.CheckAPIURL:  "--slack-api-url",
 		}[e.Check]
-		if e.Check == slackpost.CheckAPIURL && s.apiURL == "" {
-			check = "--slack-api-url (unset: " + slackpost.DefaultAPIURL + ")"
+		if e.Check == slackkit.CheckAPIURL && s.apiURL == "" {
+			check = "--slack-api-url (unset: " + slackkit.DefaultAPIURL + ")"
 		}
 		if check != "" {
 			msg += " (check " + check + ")"

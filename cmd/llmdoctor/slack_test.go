@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // At a terminal, stderr gets one line per message posted, never where to,
@@ -17,9 +17,9 @@ func TestSlackPostedLines(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
 	s := &slackFlags{}
-	s.printPosted(&b, []slackpost.Result{
-		{Target: "model llama", Via: slackpost.Webhook, Dropped: 3},
-		{Target: "", Via: slackpost.Webhook, Dropped: 1},
+	s.printPosted(&b, []slackkit.Result{
+		{Target: "model llama", Via: slackkit.Webhook, Dropped: 3},
+		{Target: "", Via: slackkit.Webhook, Dropped: 1},
 	})
 	want := "posted to Slack: model llama\n" +
 		"posted to Slack: (no target)\n" +
@@ -28,7 +28,7 @@ func TestSlackPostedLines(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 	b.Reset()
-	s.printPosted(&b, []slackpost.Result{{Target: "model llama", Via: slackpost.WebAPI, Channel: "C0LLMDOC", TS: "1.2", Replies: 2}})
+	s.printPosted(&b, []slackkit.Result{{Target: "model llama", Via: slackkit.WebAPI, Channel: "C0LLMDOC", TS: "1.2", Replies: 2}})
 	if want := "posted to Slack: model llama (2 in its thread)\n"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // stdinName is how input read from "-" is named in reports and errors.

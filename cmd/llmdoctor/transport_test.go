@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // transportView is what the transports must agree on: the window's shape,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 )
 
 // verdictJSON is the part of the JSON contract these tests read.
@@ -110,7 +111,7 @@ func promOverSnapshots(t *testing.T, dir string, start, end time.Time) string {
 		}
 		snaps = append(snaps, b)
 	}
-	om, err := promtest.OpenMetricsFromSnapshots(snaps, []time.Time{start, end})
+	om, err := simtest.OpenMetricsFromSnapshots(snaps, []time.Time{start, end})
 	if err != nil {
 		t.Fatal(err)
 	}

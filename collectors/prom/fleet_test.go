@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"io"
 	"math"
 	"net/http"
@@ -21,8 +22,8 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
+	"github.com/llmdoctor/llmdoctor/sim"
 
 	_ "github.com/llmdoctor/llmdoctor/collectors/dcgm"
 	_ "github.com/llmdoctor/llmdoctor/collectors/sglang"
@@ -260,7 +261,7 @@ func checks(e *evidence.Evidence) []string {
 func TestTooLargeQueriesAreSplit(t *testing.T) {
 	promtest.Need(t)
 	t.Parallel()
-	tsdb, end := promtest.Fleet(t, t.TempDir(), 20)
+	tsdb, end := simtest.Fleet(t, t.TempDir(), 20)
 	server := promtest.Start(t, tsdb, "").URL
 	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

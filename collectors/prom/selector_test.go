@@ -3,6 +3,7 @@ package prom
 import (
 	"context"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,8 +14,8 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 func TestParseSelector(t *testing.T) {
@@ -117,11 +118,11 @@ func TestSelectorJoinsSeriesWithoutItsLabels(t *testing.T) {
 	// Each layout a day apart, so that no block holds two.
 	layouts := []struct {
 		name string
-		ds   []promtest.Deployment
+		ds   []simtest.Deployment
 	}{
 		// Kubernetes: both models' pods on one node; dcgm-exporter says the
 		// pod that uses each GPU.
-		{"pods", []promtest.Deployment{
+		{"pods", []simtest.Deployment{
 			{Scenario: "queue-bound",
 				Labels:    map[string]string{"instance": "10.1.0.11:8000", "job": "vllm", "pod": "llama-8b-0", "namespace": "inference"},
 				GPULabels: map[string]string{"instance": "10.0.0.1:9400", "job": "dcgm", "Hostname": "gpu-node-1", "pod": "llama-8b-0", "namespace": "inference", "container": "vllm"}},
@@ -130,25 +131,25 @@ func TestSelectorJoinsSeriesWithoutItsLabels(t *testing.T) {
 				GPULabels: map[string]string{"instance": "10.0.0.1:9400", "job": "dcgm", "Hostname": "gpu-node-1", "pod": "llama-70b-0", "namespace": "inference", "container": "vllm"}},
 		}},
 		// Bare metal: one host each, dcgm-exporter beside the engine.
-		{"hosts", []promtest.Deployment{
+		{"hosts", []simtest.Deployment{
 			{Scenario: "queue-bound", Labels: map[string]string{"instance": "gpu-a:8000", "job": "vllm"},
 				GPULabels: map[string]string{"instance": "gpu-a:9400", "job": "dcgm", "Hostname": "GPU-A"}},
 			{Scenario: "decode-bound", Labels: map[string]string{"instance": "gpu-b:8000", "job": "vllm"},
 				GPULabels: map[string]string{"instance": "gpu-b:9400", "job": "dcgm", "Hostname": "gpu-b"}},
 		}},
 		// Both models on one host, and nothing says which GPU is whose.
-		{"shared", []promtest.Deployment{
+		{"shared", []simtest.Deployment{
 			{Scenario: "queue-bound", Labels: map[string]string{"instance": "gpu-c:8000", "job": "vllm"},
 				GPULabels: map[string]string{"instance": "gpu-c:9400", "job": "dcgm", "Hostname": "gpu-c"}},
 			{Scenario: "decode-bound", Labels: map[string]string{"instance": "gpu-c:8001", "job": "vllm"},
 				GPULabels: map[string]string{"instance": "gpu-c:9400", "job": "dcgm", "Hostname": "gpu-c"}},
 		}},
 		// No key at all: engine series with no instance, pod or node.
-		{"unlinked", []promtest.Deployment{{Scenario: "queue-bound"}}},
+		{"unlinked", []simtest.Deployment{{Scenario: "queue-bound"}}},
 	}
 	ends := map[string]time.Time{}
 	for i, l := range layouts {
-		om, end := promtest.Deployments(t, dir, l.name, sim.Epoch.Add(time.Duration(i)*24*time.Hour), time.Minute, l.ds)
+		om, end := simtest.Deployments(t, dir, l.name, sim.Epoch.Add(time.Duration(i)*24*time.Hour), time.Minute, l.ds)
 		promtest.Backfill(t, om, tsdb)
 		ends[l.name] = end
 	}
@@ -168,7 +169,7 @@ func TestSelectorJoinsSeriesWithoutItsLabels(t *testing.T) {
 			if got := uuids(all.w); len(got) != 9 {
 				t.Fatalf("without a selector %d GPUs were read, want 9", len(got))
 			}
-			var ds []promtest.Deployment
+			var ds []simtest.Deployment
 			for _, l := range layouts {
 				if l.name == tc.layout {
 					ds = l.ds

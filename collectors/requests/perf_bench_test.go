@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // benchJSONScenario is the run docs/performance.md times: queue-bound for 35

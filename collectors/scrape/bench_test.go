@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	_ "github.com/llmdoctor/llmdoctor/collectors/vllm"
-	"github.com/llmdoctor/llmdoctor/internal/expogen"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/expogen"
 )
 
 // A 5 MB scrape: 150 data-parallel engines of the queueing example.

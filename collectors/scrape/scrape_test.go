@@ -18,7 +18,7 @@ import (
 
 	_ "github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/expogen"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/expogen"
 )
 
 func mustParse(t *testing.T, s string) *Snapshot {

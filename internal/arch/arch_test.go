@@ -25,11 +25,11 @@ var allowed = map[string][]string{
 	"evidence":          {"internal/units"},
 	"rules":             {"evidence", "internal/units", "internal/wrap"},
 	"advisor":           {"evidence", "rules", "internal/units"},
-	"report":            {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "internal/chart"},
+	"report":            {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart"},
 	"compare":           {"advisor", "evidence"},
 	// After the advisor: a simulator calibrated to a diagnosis, replayed
 	// through the same pipeline; it annotates the diagnosis's steps.
-	"whatif":    {"advisor", "diagnosis", "evidence", "rules", "internal/sim", "internal/units"},
+	"whatif":    {"advisor", "diagnosis", "evidence", "rules", "sim", "internal/units"},
 	"diagnosis": {"collectors/", "evidence", "rules", "advisor", "internal/"},
 	// The seam: transports and the builder know kinds, never an engine.
 	"collectors/engine": {"collectors/window", "evidence"},
@@ -42,25 +42,28 @@ var allowed = map[string][]string{
 	// vLLM's own log format, read into vLLM's names.
 	"collectors/logs":     {"collectors/engine", "collectors/vllm", "collectors/sglang", "collectors/window"},
 	"collectors/requests": {"evidence"},
-	"internal/sim":        {},
-	"internal/promtest":   {"internal/sim"},
-	"internal/expogen":    {},
-	"internal/arch":       {},
-	"internal/redact":     {},
-	"internal/units":      {},
-	"internal/wrap":       {},
+	// The built-in serving simulator: scenarios in, exposition out.
+	"sim":                       {},
+	"internal/testkit/promtest": {},
+	// Simulated windows as Prometheus data, for tests.
+	"sim/simtest":              {"sim", "internal/"},
+	"internal/testkit/expogen": {},
+	"internal/arch":            {},
+	"internal/redact":          {},
+	"internal/units":           {},
+	"internal/wrap":            {},
 	// The example configuration config init writes, embedded.
 	"examples": {},
 	// SVG charts drawn in Go for the HTML report.
-	"internal/chart": {"internal/units"},
+	"report/chart": {"internal/units"},
 	// Headless Chromium for tests of the pages.
-	"internal/browsertest": {},
+	"internal/testkit/browsertest": {},
 	// Posting what report rendered: it knows neither where a diagnosis
 	// came from nor the flags that chose the destination.
-	"internal/slackpost": {"report", "internal/redact"},
-	"internal/fakeslack": {},
+	"slackkit":                   {"report", "internal/redact"},
+	"internal/testkit/fakeslack": {},
 	// The server: a front end like the CLI, on the same pipeline.
-	"internal/serve": {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "internal/"},
+	"serve": {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "slackkit", "internal/"},
 }
 
 type pkg struct {
@@ -100,7 +103,7 @@ func permitted(from, to string) bool {
 	}
 	rules, ok := allowed[from]
 	if !ok {
-		// Subpackages inherit their parent's allowance (internal/expogen/write).
+		// Subpackages inherit their parent's allowance (internal/testkit/expogen/write).
 		for p := from; strings.Contains(p, "/"); {
 			p = p[:strings.LastIndex(p, "/")]
 			if r, ok := allowed[p]; ok {
@@ -120,6 +123,12 @@ func permitted(from, to string) bool {
 func TestImportsFlowOneWay(t *testing.T) {
 	g := graph(t)
 	for from, imps := range g {
+		// internal/ holds leaf helpers and test kits only.
+		for _, to := range imps {
+			if strings.HasPrefix(from, "internal/") && !strings.HasPrefix(to, "internal/") {
+				t.Errorf("%s imports %s: a package under internal/ imports nothing of the project outside it", from, to)
+			}
+		}
 		if _, ok := allowed[from]; !ok && !strings.HasPrefix(from, "cmd/") && !strings.Contains(from, "/") {
 			t.Errorf("%s is not placed in a layer: add it to allowed in internal/arch", from)
 		}
@@ -135,12 +144,12 @@ func TestImportsFlowOneWay(t *testing.T) {
 func TestPermittedRefusesBackEdges(t *testing.T) {
 	for _, e := range [][2]string{{"evidence", "rules"}, {"rules", "advisor"}, {"advisor", "report"},
 		{"collectors/scrape", "collectors/vllm"}, {"collectors/prom", "collectors/sglang"}, {"report", "collectors/engine"},
-		{"collectors/vllm", "rules"}, {"internal/sim", "collectors/vllm"}} {
+		{"collectors/vllm", "rules"}, {"sim", "collectors/vllm"}} {
 		if permitted(e[0], e[1]) {
 			t.Errorf("%s → %s was permitted", e[0], e[1])
 		}
 	}
-	if !permitted("rules", "evidence") || !permitted("cmd/llmdoctor", "report") || !permitted("internal/expogen/write", "internal/expogen") {
+	if !permitted("rules", "evidence") || !permitted("cmd/llmdoctor", "report") || !permitted("internal/testkit/expogen/write", "internal/testkit/expogen") {
 		t.Error("a forward edge was refused")
 	}
 }

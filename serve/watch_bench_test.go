@@ -2,14 +2,15 @@ package serve
 
 import (
 	"context"
+	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
-	"github.com/llmdoctor/llmdoctor/internal/promtest"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
 
@@ -35,7 +36,7 @@ func BenchmarkWatchFleet(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	tsdb, end := promtest.Fleet(b, dir, 1000)
+	tsdb, end := simtest.Fleet(b, dir, 1000)
 	url := promtest.Start(b, tsdb, "").URL
 	fs := fakeslack.Start()
 	defer fs.Close()

@@ -16,9 +16,9 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // watchTV is a target's verdict in a fake diagnosis: sev is critical or
@@ -99,13 +99,13 @@ func (f *fakeWatchDiag) count() int {
 	return f.calls
 }
 
-func watchBotDest(fs *fakeslack.Server) slackpost.Destination {
-	return slackpost.Destination{Token: fakeslack.Token, Channel: fakeslack.Channel, APIURL: fs.APIURL()}
+func watchBotDest(fs *fakeslack.Server) slackkit.Destination {
+	return slackkit.Destination{Token: fakeslack.Token, Channel: fakeslack.Channel, APIURL: fs.APIURL()}
 }
 
 // newWatchServer is a server with the watch on, a fake pipeline and no
 // pacing between posts.
-func newWatchServer(t *testing.T, dest slackpost.Destination, wc WatchConfig) (*Server, *fakeWatchDiag) {
+func newWatchServer(t *testing.T, dest slackkit.Destination, wc WatchConfig) (*Server, *fakeWatchDiag) {
 	t.Helper()
 	s, err := New(Config{Slack: dest, Watch: &wc})
 	if err != nil {
@@ -336,7 +336,7 @@ func TestWatchRestartDoesNotRepost(t *testing.T) {
 // unwritable directory is refused too.
 func TestWatchStateFileRefused(t *testing.T) {
 	dir := t.TempDir()
-	dest := slackpost.Destination{WebhookURL: "https://hooks.slack.com/services/T0/B0/x"}
+	dest := slackkit.Destination{WebhookURL: "https://hooks.slack.com/services/T0/B0/x"}
 	for name, tc := range map[string]struct {
 		body string
 		want string
@@ -395,13 +395,13 @@ func TestWatchStateFileRefused(t *testing.T) {
 // Settings the watch cannot work with are refused when the server is
 // built.
 func TestWatchConfigRefused(t *testing.T) {
-	hook := slackpost.Destination{WebhookURL: "https://hooks.slack.com/services/T0/B0/x"}
+	hook := slackkit.Destination{WebhookURL: "https://hooks.slack.com/services/T0/B0/x"}
 	for _, tc := range []struct {
-		dest slackpost.Destination
+		dest slackkit.Destination
 		wc   WatchConfig
 		want string
 	}{
-		{slackpost.Destination{}, WatchConfig{Enabled: true}, "watch posts to Slack: no Slack destination"},
+		{slackkit.Destination{}, WatchConfig{Enabled: true}, "watch posts to Slack: no Slack destination"},
 		{hook, WatchConfig{Enabled: true, Every: time.Second}, "watch every 1s: give 10s or more"},
 		{hook, WatchConfig{Enabled: true, Every: -time.Minute}, "watch every -1m0s: give 10s or more"},
 		{hook, WatchConfig{Enabled: true, Hold: -1}, "watch hold -1"},
@@ -503,7 +503,7 @@ func TestWatchFailedPostRetried(t *testing.T) {
 func TestWatchWebhook(t *testing.T) {
 	fs := fakeslack.Start()
 	defer fs.Close()
-	s, fd := newWatchServer(t, slackpost.Destination{WebhookURL: fs.WebhookURL()}, WatchConfig{Enabled: true, Hold: 1})
+	s, fd := newWatchServer(t, slackkit.Destination{WebhookURL: fs.WebhookURL()}, WatchConfig{Enabled: true, Hold: 1})
 	watchRuns(t, s, fd, watchSeq(watchQueueCrit), watchSeq(watchKvCrit), watchSeq(watchM1Healthy))
 	if got := fs.Summary(); strings.Count(got, "webhook") != 3 || strings.Contains(got, "reply") || strings.Contains(got, "→ 4") {
 		t.Fatalf("webhook posts:\n%s", got)
@@ -686,7 +686,7 @@ func TestWatchRealDiagnoses(t *testing.T) {
 	s, _ := newWatchServer(t, watchBotDest(fs), WatchConfig{Enabled: true, Hold: 1})
 	example := ""
 	s.diag = func(ctx context.Context, _ diagnosis.Sources) (*advisor.Diagnosis, error) {
-		dir := filepath.Join("..", "..", "examples", example)
+		dir := filepath.Join("..", "examples", example)
 		return diagnosis.Run(ctx, diagnosis.Sources{Snapshots: []string{filepath.Join(dir, "start.prom"), filepath.Join(dir, "end.prom")},
 			SnapshotInterval: 15 * time.Minute}, set, nil, nil)
 	}

@@ -25,8 +25,8 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // SlackAppConfig configures the Slack app: the slash command
@@ -44,7 +44,7 @@ type SlackAppConfig struct {
 	// command's response_url (details by the button).
 	Token string
 	// APIURL is the Web API's base for Token (default: Config.Slack's, else
-	// slackpost.DefaultAPIURL).
+	// slackkit.DefaultAPIURL).
 	APIURL string
 	// MaxBody bounds a request's body in bytes (default 64 KiB): a larger
 	// one is refused with 413 and never verified nor read further.
@@ -764,7 +764,7 @@ func (a *slackApp) postWithToken(ctx context.Context, o origin, msgs []report.Sl
 		// The details are in the thread already: Re-run is the only button.
 		out[i].Main = withButtons(m, value(i, m).encode(), false, false)
 	}
-	p := &slackpost.Poster{Dest: slackpost.Destination{Token: a.cfg.Token, Channel: o.channel, APIURL: a.cfg.APIURL, Client: a.client}}
+	p := &slackkit.Poster{Dest: slackkit.Destination{Token: a.cfg.Token, Channel: o.channel, APIURL: a.cfg.APIURL, Client: a.client}}
 	// Every result is a main message posted (a failed thread reply
 	// leaves its main message's result in).
 	res, err := p.Post(ctx, out)
@@ -1134,7 +1134,7 @@ func (r *responder) post(ctx context.Context, m slack.WebhookMessage) error {
 	if err != nil {
 		r.a.s.metrics.posted(nil, err)
 	} else {
-		r.a.s.metrics.posted([]slackpost.Result{{Via: "response_url"}}, nil)
+		r.a.s.metrics.posted([]slackkit.Result{{Via: "response_url"}}, nil)
 	}
 	return err
 }

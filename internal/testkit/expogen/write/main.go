@@ -1,6 +1,6 @@
 // Command write regenerates the example snapshots under examples/.
 //
-//	go run ./internal/expogen/write examples
+//	go run ./internal/testkit/expogen/write examples
 package main
 
 import (
@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/llmdoctor/llmdoctor/internal/expogen"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/expogen"
 )
 
 func main() {

@@ -167,7 +167,7 @@ tests:
 	if out, err := exec.Command(promtool, "test", "rules", testPath).CombinedOutput(); err != nil {
 		t.Fatalf("promtool test rules: %v\n%s\n%s", err, out, test)
 	}
-	if _, err := os.Stat(filepath.Join("..", "..", "docs", "rules", "queue", "ttft-dominated.md")); err != nil {
+	if _, err := os.Stat(filepath.Join("..", "docs", "rules", "queue", "ttft-dominated.md")); err != nil {
 		t.Errorf("the runbook link's page: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 )
 
 // pagesFake is a server's pipeline and clock in the page tests: each

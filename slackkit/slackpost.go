@@ -1,4 +1,4 @@
-// Package slackpost posts the Slack messages the report package renders:
+// Package slackkit posts the Slack messages the report package renders:
 // through an incoming webhook (each target's main message), or with a bot
 // token through the Web API's chat.postMessage (each main message to the
 // channel, its details as replies in the message's thread).
@@ -15,7 +15,7 @@
 // program embedding llmdoctor can post with slack-go itself, and the
 // posting policy here (tries, waits, threads) will grow with llmdoctor
 // serve before it is worth promising.
-package slackpost
+package slackkit
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package promtest
+package simtest
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // OpenMetricsFromSnapshots stamps saved /metrics expositions with the times

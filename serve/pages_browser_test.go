@@ -3,7 +3,7 @@ package serve
 import (
 	"testing"
 
-	"github.com/llmdoctor/llmdoctor/internal/browsertest"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/browsertest"
 )
 
 // The index and a report, as serve answers them, open in headless Chromium

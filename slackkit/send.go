@@ -1,4 +1,4 @@
-package slackpost
+package slackkit
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package slackpost
+package slackkit
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
@@ -471,7 +471,7 @@ func TestRenderedDiagnosisPosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join("..", "..", "examples", "queueing")
+	dir := filepath.Join("..", "examples", "queueing")
 	d, err := diagnosis.Run(context.Background(), diagnosis.Sources{Snapshots: []string{filepath.Join(dir, "start.prom"), filepath.Join(dir, "end.prom")},
 		SnapshotInterval: 15 * time.Minute},
 		set, &rules.Config{}, nil)

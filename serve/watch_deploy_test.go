@@ -16,7 +16,7 @@ import (
 )
 
 // deployDir is deploy/ from this package.
-var deployDir = filepath.Join("..", "..", "deploy")
+var deployDir = filepath.Join("..", "deploy")
 
 // deployDocs reads every YAML document under deploy/, by path from
 // deploy/ ("kubernetes/deployment.yaml"); every one must parse.
@@ -274,7 +274,7 @@ func TestDeployDockerfile(t *testing.T) {
 	if last := from[len(from)-1]; last != "gcr.io/distroless/static-debian12:nonroot" {
 		t.Errorf("final stage %q", last)
 	}
-	gomod, _ := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	gomod, _ := os.ReadFile(filepath.Join("..", "go.mod"))
 	gov := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
 	if gov == nil || !strings.HasPrefix(from[0], "golang:"+string(gov[1])+" ") {
 		t.Errorf("build stage %q, go.mod says go %s", from[0], gov[1])
@@ -289,7 +289,7 @@ func TestDeployDockerfile(t *testing.T) {
 	if !strings.Contains(build, "CGO_ENABLED=0") || !strings.Contains(build, "-trimpath") || pkg != "./cmd/llmdoctor" {
 		t.Errorf("build: %q", build)
 	}
-	if _, err := os.Stat(filepath.Join("..", "..", pkg, "main.go")); err != nil {
+	if _, err := os.Stat(filepath.Join("..", pkg, "main.go")); err != nil {
 		t.Errorf("the Dockerfile builds %s: %v", pkg, err)
 	}
 	out := regexp.MustCompile(`-o (\S+)`).FindStringSubmatch(build)

@@ -1,4 +1,4 @@
-package promtest
+package simtest
 
 import (
 	"bufio"
@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // FleetWindow writes one queue-bound vLLM instance's 15-minute window as
@@ -82,7 +83,7 @@ func Fleet(tb testing.TB, dir string, n int) (tsdb string, end time.Time) {
 	src := filepath.Join(dir, fmt.Sprintf("fleet%d.om", n))
 	WithInstances(tb, one, src, n)
 	tsdb = filepath.Join(dir, fmt.Sprintf("tsdb%d", n))
-	Backfill(tb, src, tsdb)
+	promtest.Backfill(tb, src, tsdb)
 	os.Remove(src)
 	return tsdb, end
 }

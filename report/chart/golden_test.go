@@ -79,10 +79,10 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run go test ./internal/chart -update)", err)
+				t.Fatalf("%v (run go test ./report/chart -update)", err)
 			}
 			if got != string(want) {
-				t.Errorf("%s differs from the output; if the change is intended, run go test ./internal/chart -update and look at the file", path)
+				t.Errorf("%s differs from the output; if the change is intended, run go test ./report/chart -update and look at the file", path)
 			}
 		})
 	}

@@ -1,4 +1,6 @@
-package promtest
+// Package simtest turns simulated windows into what tests feed Prometheus:
+// OpenMetrics for promtool and backfilled TSDBs of one engine or a fleet.
+package simtest
 
 import (
 	"bufio"
@@ -11,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmdoctor/llmdoctor/internal/sim"
+	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // Deployment is one simulated engine and its GPUs as Prometheus would hold

@@ -18,8 +18,8 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // amNow is the tests' clock.
@@ -73,9 +73,9 @@ func newAMHarness(t *testing.T, cfg Config, webhook bool) *amHarness {
 	t.Cleanup(h.slack.Close)
 	cfg.Prom = diagnosis.PromSource{Connection: prom.Connection{URL: "http://prometheus.invalid:9090"}, Options: prom.Options{Window: 15 * time.Minute}}
 	if webhook {
-		cfg.Slack = slackpost.Destination{WebhookURL: h.slack.WebhookURL()}
+		cfg.Slack = slackkit.Destination{WebhookURL: h.slack.WebhookURL()}
 	} else {
-		cfg.Slack = slackpost.Destination{Token: fakeslack.Token, Channel: fakeslack.Channel, APIURL: h.slack.APIURL()}
+		cfg.Slack = slackkit.Destination{Token: fakeslack.Token, Channel: fakeslack.Channel, APIURL: h.slack.APIURL()}
 	}
 	if cfg.Alertmanager == nil {
 		cfg.Alertmanager = &AlertmanagerConfig{}
@@ -573,7 +573,7 @@ func TestAlertmanagerNeedsSlack(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	_, err = New(Config{Alertmanager: &AlertmanagerConfig{Labels: map[string]string{"model-name": "model_name"}},
-		Slack: slackpost.Destination{WebhookURL: "https://hooks.slack.com/services/T/B/x"}})
+		Slack: slackkit.Destination{WebhookURL: "https://hooks.slack.com/services/T/B/x"}})
 	if err == nil {
 		t.Fatal("a bad label name was taken")
 	}

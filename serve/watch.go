@@ -16,8 +16,8 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // WatchConfig configures watch-and-post: every Every, one diagnosis of
@@ -62,7 +62,7 @@ const (
 // watcher is the watch's running state.
 type watcher struct {
 	cfg  WatchConfig
-	dest slackpost.Destination
+	dest slackkit.Destination
 
 	mu sync.Mutex
 	st *watchState
@@ -459,14 +459,14 @@ func (s *Server) watchPost(ctx context.Context, w *watcher, a watchAction, now t
 	m := w.message(a, t)
 	dest := w.dest
 	thread := ""
-	if dest.Via() == slackpost.WebAPI && t.TS != "" && t.Channel == dest.Channel {
+	if dest.Via() == slackkit.WebAPI && t.TS != "" && t.Channel == dest.Channel {
 		thread = t.TS
 	}
 	if err := w.wait(ctx); err != nil {
 		return err
 	}
 	channel, ts, posted, err := s.watchSend(ctx, m, thread)
-	var se *slackpost.Error
+	var se *slackkit.Error
 	if !posted && thread != "" && errors.As(err, &se) && se.Code == "thread_not_found" {
 		// The thread's message was deleted: start a new one.
 		s.log.Info("watch: the target's thread is gone, posting a new message", "target", t.Name)

@@ -27,8 +27,8 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // AlertmanagerConfig configures the Alertmanager receiver, POST
@@ -336,7 +336,7 @@ func (s *Server) amResolve(w http.ResponseWriter, m *amMessage, key string) {
 		}
 		msg := report.SlackMessage{Target: "resolved", Severity: report.SlackHealthy,
 			Main: slack.WebhookMessage{Text: slackText(text), ThreadTimestamp: g.ts}}
-		if s.cfg.Slack.Via() == slackpost.WebAPI && g.ts == "" {
+		if s.cfg.Slack.Via() == slackkit.WebAPI && g.ts == "" {
 			return
 		}
 		if _, err := s.post(context.Background(), []report.SlackMessage{msg}); err != nil {

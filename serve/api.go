@@ -25,8 +25,8 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // DiagnosisPath is the API's diagnosis route; Slack messages link to it.
@@ -433,7 +433,7 @@ func latencyShares(l advisor.LatencyMap) map[string]float64 {
 }
 
 // posted counts what a post sent: each message Slack took, and a failure.
-func (m *metrics) posted(res []slackpost.Result, err error) {
+func (m *metrics) posted(res []slackkit.Result, err error) {
 	n := 0
 	for _, r := range res {
 		n += 1 + r.Replies

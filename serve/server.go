@@ -18,9 +18,9 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/slackpost"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // Config is what a server needs; cmd/llmdoctor fills it from flags or
@@ -35,7 +35,7 @@ type Config struct {
 	Rules      *rules.Set
 	RuleConfig *rules.Config
 	// Slack is where reports are posted; zero: nowhere.
-	Slack slackpost.Destination
+	Slack slackkit.Destination
 	// ExternalURL is this server's address as users reach it, for links
 	// in Slack messages ("" for none). Its path, if any, prefixes the
 	// links between the report pages (a proxy that strips it).
@@ -243,10 +243,10 @@ const postDeadline = 2 * time.Minute
 // post posts messages to the configured Slack destination, counting each
 // message in llmdoctor_slack_posts_total by result. Every part posts
 // through it.
-func (s *Server) post(ctx context.Context, msgs []report.SlackMessage) ([]slackpost.Result, error) {
+func (s *Server) post(ctx context.Context, msgs []report.SlackMessage) ([]slackkit.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, postDeadline)
 	defer cancel()
-	res, err := (&slackpost.Poster{Dest: s.cfg.Slack}).Post(ctx, msgs)
+	res, err := (&slackkit.Poster{Dest: s.cfg.Slack}).Post(ctx, msgs)
 	s.metrics.posted(res, err)
 	return res, err
 }

@@ -23,7 +23,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
-	"github.com/llmdoctor/llmdoctor/internal/fakeslack"
+	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
@@ -56,7 +56,7 @@ func slackFixtureDiagnosis(t testing.TB) *advisor.Diagnosis {
 			return
 		}
 		slackFixture.d, slackFixture.err = diagnosis.Run(context.Background(), diagnosis.Sources{
-			Snapshots:        []string{"../../examples/queueing/start.prom", "../../examples/queueing/end.prom"},
+			Snapshots:        []string{"../examples/queueing/start.prom", "../../examples/queueing/end.prom"},
 			SnapshotInterval: 15 * time.Minute}, set, nil, nil)
 	})
 	if slackFixture.err != nil {
@@ -787,7 +787,7 @@ func TestSeenSet(t *testing.T) {
 // the slash command and the buttons at the routes served here, with the
 // scopes they need.
 func TestSlackAppManifest(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/slack-app-manifest.yaml")
+	b, err := os.ReadFile("../deploy/slack-app-manifest.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
