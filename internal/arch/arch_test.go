@@ -44,7 +44,8 @@ var allowed = map[string][]string{
 	"collectors/requests": {"evidence"},
 	// The built-in serving simulator: scenarios in, exposition out.
 	"sim":                       {},
-	"internal/testkit/promtest": {},
+	"internal/testkit/promtest": {"internal/testkit"},
+	"internal/testkit":          {},
 	// Simulated windows as Prometheus data, for tests.
 	"sim/simtest":              {"sim", "internal/"},
 	"internal/testkit/expogen": {},
