@@ -5,6 +5,7 @@
 package testkit
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,3 +48,7 @@ func Need(t testing.TB, debianPkg string, names ...string) string {
 	t.Skip(msg)
 	return ""
 }
+
+// Update is the one flag that rewrites golden and generated files:
+// go test ./... -update.
+var Update = flag.Bool("update", false, "rewrite golden and generated files instead of comparing with them")
