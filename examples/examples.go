@@ -1,5 +1,5 @@
-// Package examples holds the files the quick start and the tests read: 15-
-// minute windows as vLLM prints them, and the commented configuration
+// Package examples holds the files the quick start and the tests read:
+// 15-minute windows as vLLM prints them, and the commented configuration
 // llmdoctor config init writes.
 package examples
 

@@ -69,11 +69,18 @@ var allowed = map[string][]string{
 
 type pkg struct {
 	ImportPath string
+	Doc        string
 	Imports    []string
 }
 
 // graph lists each non-test package of the module with its project imports.
 func graph(t *testing.T) map[string][]string {
+	g, _ := graphDocs(t)
+	return g
+}
+
+// graphDocs is graph with each package's doc synopsis.
+func graphDocs(t *testing.T) (map[string][]string, map[string]string) {
 	cmd := exec.Command("go", "list", "-json", module+"...")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
@@ -81,6 +88,7 @@ func graph(t *testing.T) map[string][]string {
 		t.Fatalf("go list: %v", err)
 	}
 	g := map[string][]string{}
+	docs := map[string]string{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p pkg
@@ -89,13 +97,14 @@ func graph(t *testing.T) map[string][]string {
 		}
 		name := strings.TrimPrefix(p.ImportPath, module)
 		g[name] = []string{}
+		docs[name] = p.Doc
 		for _, imp := range p.Imports {
 			if strings.HasPrefix(imp, module) {
 				g[name] = append(g[name], strings.TrimPrefix(imp, module))
 			}
 		}
 	}
-	return g
+	return g, docs
 }
 
 func permitted(from, to string) bool {
@@ -157,26 +166,70 @@ func TestPermittedRefusesBackEdges(t *testing.T) {
 
 const begin, end = "<!-- import graph: begin -->", "<!-- import graph: end -->"
 
-// The import graph in docs/architecture.md is generated from go list.
-func TestArchitectureDocGraph(t *testing.T) {
-	g := graph(t)
+// flowOrder lists packages so that each comes after every package it
+// imports (ties by name): the order data flows through the project.
+func flowOrder(g map[string][]string) []string {
+	rank := map[string]int{}
+	var depth func(string) int
+	depth = func(n string) int {
+		if r, ok := rank[n]; ok {
+			return r
+		}
+		rank[n] = 0 // a cycle would be caught by the flow test
+		r := 0
+		for _, to := range g[n] {
+			r = max(r, depth(to)+1)
+		}
+		rank[n] = r
+		return r
+	}
 	names := make([]string, 0, len(g))
 	for n := range g {
+		depth(n)
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	sort.Slice(names, func(i, j int) bool {
+		a, b := names[i], names[j]
+		// Front ends and test support after the product they drive.
+		if ka, kb := kind(a), kind(b); ka != kb {
+			return ka < kb
+		}
+		if rank[a] != rank[b] {
+			return rank[a] < rank[b]
+		}
+		return a < b
+	})
+	return names
+}
+
+// kind sorts the product first, then its front ends, then helpers and
+// test support.
+func kind(n string) int {
+	switch {
+	case strings.HasPrefix(n, "internal/"), strings.HasSuffix(n, "test"):
+		return 2
+	case strings.HasPrefix(n, "cmd/"):
+		return 1
+	}
+	return 0
+}
+
+// The package table in docs/architecture.md is generated from go list: each
+// package, in the order data flows, with its job (its doc comment's first
+// sentence) and what of the project it imports.
+func TestArchitectureDocGraph(t *testing.T) {
+	g, docs := graphDocs(t)
 	var b strings.Builder
-	b.WriteString(begin + "\n\n```\n")
-	for _, n := range names {
+	b.WriteString(begin + "\n\n| package | its job | imports |\n|---|---|---|\n")
+	for _, n := range flowOrder(g) {
+		if docs[n] == "" {
+			t.Errorf("%s has no package doc comment: say its job in one sentence", n)
+		}
 		imps := append([]string{}, g[n]...)
 		sort.Strings(imps)
-		if len(imps) == 0 {
-			fmt.Fprintf(&b, "%s\n", n)
-			continue
-		}
-		fmt.Fprintf(&b, "%s → %s\n", n, strings.Join(imps, ", "))
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", n, strings.ReplaceAll(docs[n], "|", "\\|"), strings.Join(imps, ", "))
 	}
-	b.WriteString("```\n\n" + end)
+	b.WriteString("\n" + end)
 	path := filepath.Join("..", "..", "docs", "architecture.md")
 	doc, err := os.ReadFile(path)
 	if err != nil {
@@ -196,5 +249,5 @@ func TestArchitectureDocGraph(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("the import graph in docs/architecture.md is stale: run go test ./internal/arch -update")
+	t.Errorf("the package table in docs/architecture.md is stale: run go test ./internal/arch -update")
 }
