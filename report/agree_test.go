@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/compare"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/report"
@@ -155,6 +156,120 @@ func TestFormatsAgree(t *testing.T) {
 	t.Run("no target", func(t *testing.T) {
 		agreeDiagnosis(t, &advisor.Diagnosis{Schema: advisor.Schema, Targets: []advisor.TargetReport{}})
 	})
+	// Every finding suppressed: the root cause is still named, as suppressed.
+	t.Run("suppressed", func(t *testing.T) {
+		in, err := diagnosis.Read(context.Background(), agreeSources("queueing"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &rules.Config{}
+		for _, f := range in.Diagnose(set, nil).Targets[0].Findings {
+			cfg.Suppress = append(cfg.Suppress, rules.Suppression{Rule: f.Rule, Reason: "known"})
+		}
+		d := in.Diagnose(set, cfg)
+		if st := d.Targets[0].Primary.Status; st != "suppressed" {
+			t.Fatalf("status %s with every finding suppressed", st)
+		}
+		agreeDiagnosis(t, d)
+	})
+	// Comparisons: the same verdict in every format, as the contract has it.
+	t.Run("compare", func(t *testing.T) {
+		diags := map[string]*advisor.Diagnosis{}
+		for _, ex := range []string{"queueing", "healthy", "v0-healthy"} {
+			in, err := diagnosis.Read(context.Background(), agreeSources(ex), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diags[ex] = in.Diagnose(set, nil)
+		}
+		// Not comparable, no change, inconclusive.
+		for _, p := range [][2]string{{"queueing", "healthy"}, {"healthy", "healthy"}, {"v0-healthy", "healthy"}} {
+			c := compare.Compare(diags[p[0]], diags[p[1]], p[0], p[1], compare.Options{})
+			c.Gate(map[string]float64{"ttft_p99": 0.1})
+			agreeComparison(t, c)
+		}
+	})
+}
+
+// agreeSources reads an example as the quick start does.
+func agreeSources(example string) diagnosis.Sources {
+	dir := filepath.Join("..", "examples", example)
+	return diagnosis.Sources{Snapshots: []string{filepath.Join(dir, "start.prom"), filepath.Join(dir, "end.prom")},
+		SnapshotInterval: 15 * time.Minute}
+}
+
+// agreeComparison: the text, Markdown, HTML and Slack forms of a
+// comparison say each target's verdict as the JSON does, and whether a gate
+// went unjudged.
+func agreeComparison(t *testing.T, c *compare.Comparison) {
+	t.Helper()
+	words := map[string]string{compare.NoChange: "no change", compare.Changed: "changed", compare.NotComparable: "not comparable",
+		compare.Inconclusive: "inconclusive"}
+	var want []string
+	for _, tg := range c.Targets {
+		want = append(want, words[tg.Verdict])
+	}
+	var b bytes.Buffer
+	if err := report.ComparisonText(&b, c, report.Options{Color: "never", Width: 100000}); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	b.Reset()
+	if err := report.ComparisonMarkdown(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	b.Reset()
+	if err := report.ComparisonHTML(&b, c, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	b.Reset()
+	if err := report.ComparisonSlack(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []struct {
+		Main struct {
+			Attachments []struct {
+				Blocks []struct{ Text struct{ Text string } }
+			}
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	var slackSaid []string
+	for _, m := range msgs {
+		h := m.Main.Attachments[0].Blocks[0].Text.Text
+		if v := regexp.MustCompile(`^[=Δ?✗] ([A-Z ]+?)(, GATE NOT JUDGED)? · `).FindStringSubmatch(h); v != nil {
+			slackSaid = append(slackSaid, strings.ToLower(v[1]))
+		}
+	}
+	lower := func(ms [][]string) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, strings.ToLower(m[1]))
+		}
+		return out
+	}
+	got := map[string][]string{
+		"text":     lower(regexp.MustCompile(`(?m)^── .*\n[=Δ?] ([A-Z][A-Z ]*[A-Z])\b`).FindAllStringSubmatch(text, -1)),
+		"markdown": lower(regexp.MustCompile(`(?m)^\*\*[=Δ?] ([a-z ]+)\*\* — `).FindAllStringSubmatch(md, -1)),
+		"html":     lower(regexp.MustCompile(`<span class="badge \w+">[=Δ?] ([a-z ]+)</span></h2>`).FindAllStringSubmatch(page, -1)),
+		"slack":    slackSaid,
+	}
+	if len(c.Regressions) == 0 {
+		// A gate that regressed says so in Slack's header instead.
+		for f, g := range got {
+			if strings.Join(g, "; ") != strings.Join(want, "; ") {
+				t.Errorf("%s → %s: %s says %q, the contract %q", c.Before.Name, c.After.Name, f, g, want)
+			}
+		}
+	}
+	if unjudged := len(c.Unevaluated) > 0; unjudged != strings.Contains(text, "NOT JUDGED") ||
+		unjudged != strings.Contains(md, "not judged") || unjudged != strings.Contains(page, "not judged") {
+		t.Errorf("%s → %s: unjudged gates %v, not said alike in every format", c.Before.Name, c.After.Name, c.Unevaluated)
+	}
 }
 
 func render(t *testing.T, format string, doc report.Document, v any, o report.Options) string {
