@@ -127,10 +127,6 @@ const (
 	slackMoreMax = 400
 	// slackThreadMax is how many thread replies one target gets at most.
 	slackThreadMax = 5
-	// slackMainFindings and slackMainSteps are how many findings and next
-	// steps Main shows at most; the thread has the rest.
-	slackMainFindings = 3
-	slackMainSteps    = 6
 )
 
 // SlackDiagnosis renders a diagnosis as one message per target (one saying
