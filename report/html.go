@@ -339,13 +339,7 @@ func pageVerdict(v view.Verdict) (class, word, mark string) {
 }
 
 func windowHTML(w advisor.Window) string {
-	var s string
-	switch {
-	case w.Cumulative:
-		s = "one snapshot: totals since server start"
-	case w.Seconds > 0:
-		s = fmt.Sprintf("%s, %d sample%s", w.Length(), w.Points, plural(w.Points))
-	}
+	s := view.Window(w)
 	if w.Start != nil && w.End != nil && !w.Cumulative {
 		s += fmt.Sprintf(" · %s to %s", w.Start.UTC().Format("2006-01-02 15:04:05"), w.End.UTC().Format("15:04:05 UTC"))
 	}

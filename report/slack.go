@@ -652,12 +652,8 @@ func slackContextTexts(o SlackOptions, w advisor.Window, servedBy string, source
 	if o.GraphURL != "" {
 		out = append(out, slackLink(o.GraphURL, "Graph of the window"))
 	}
-	switch {
-	case w.Cumulative:
-		out = append(out, "one snapshot: totals since server start")
-	case w.Seconds > 0:
-		s := fmt.Sprintf("%s, %d sample%s", w.Length(), w.Points, plural(w.Points))
-		if w.Start != nil && w.End != nil {
+	if s := view.Window(w); s != "" {
+		if !w.Cumulative && w.Start != nil && w.End != nil {
 			s += ": " + slackDate(*w.Start) + " – " + slackDate(*w.End)
 		}
 		out = append(out, s)

@@ -254,12 +254,8 @@ func scopeTexts(ss []advisor.Scope) []string {
 }
 
 func windowText(d *advisor.Diagnosis) string {
-	w := d.Window
-	switch {
-	case w.Cumulative:
-		return "· one snapshot: totals since server start"
-	case w.Seconds > 0:
-		return fmt.Sprintf("· %s, %d sample%s", w.Length(), w.Points, plural(w.Points))
+	if s := view.Window(d.Window); s != "" {
+		return "· " + s
 	}
 	return ""
 }

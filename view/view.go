@@ -489,6 +489,19 @@ func Value(path string, x float64) string {
 	return units.Number(x)
 }
 
+// Window says what time the evidence covers: "15m00s window, 30
+// samples", "one snapshot: totals since server start"; "" when unknown.
+// Renderers add the dates in their own form.
+func Window(w advisor.Window) string {
+	switch {
+	case w.Cumulative:
+		return "one snapshot: totals since server start"
+	case w.Seconds > 0:
+		return fmt.Sprintf("%s, %d sample%s", w.Length(), w.Points, Plural(w.Points))
+	}
+	return ""
+}
+
 // Plural is "s" unless n is 1.
 func Plural(n int) string {
 	if n == 1 {
