@@ -119,9 +119,10 @@ func agreeCases(t *testing.T) []agreeCase {
 // and gives the next steps in the same order, as the JSON contract holds
 // them: each format's output is parsed back, so a renderer that decides
 // anything on its own is caught. The checklist's gate is the same in every
-// format too. The quick tier runs a handful of cases; LLMDOCTOR_HEAVY=1
-// runs every example, real case, independent simulator window and
-// built-in scenario.
+// format too, and so is a comparison's verdict. The quick tier runs a
+// handful of cases (every status and severity, a suppressed root cause, no
+// target); LLMDOCTOR_HEAVY=1 runs every example, real case, independent
+// simulator window and built-in scenario.
 func TestFormatsAgree(t *testing.T) {
 	set, err := rules.Load()
 	if err != nil {
