@@ -8,8 +8,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/llmdoctor/llmdoctor/compare"
-	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/units"
+	"github.com/llmdoctor/llmdoctor/view"
 )
 
 // ComparisonText writes a comparison for people: per target the verdict in
@@ -21,28 +21,35 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 	if width <= 0 {
 		width = 80
 	}
+	v := view.ComparisonOf(c)
 	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
 	p := &printer{w: w, width: width, st: st, details: true}
 	p.fit(st.head.Render("llmdoctor comparison"))
 	p.wrap("  ", "before: "+c.Before.Name+" "+sideWindow(c.Before))
 	p.wrap("  ", "after:  "+c.After.Name+" "+sideWindow(c.After))
 	for _, u := range c.Unmatched {
-		p.wrap("  ", fmt.Sprintf("%s %s is in the %s diagnosis only", st.warn.Render("?"), targetName(u.Target), u.Side))
+		p.wrap("  ", fmt.Sprintf("%s %s is in the %s diagnosis only", st.warn.Render("?"), view.Name(u.Target), u.Side))
 	}
 	for _, n := range c.Notes {
 		p.wrap("  ", "note: "+n)
 	}
-	for _, t := range c.Targets {
+	if v.Empty != "" {
 		p.blank()
-		p.fit(st.head.Render("── " + targetName(t.Target)))
-		mark := st.ok.Render("= NO CHANGE")
-		switch t.Verdict {
-		case compare.NotComparable:
-			mark = st.warn.Render("? NOT COMPARABLE")
-		case compare.Changed:
-			mark = st.bold.Render("Δ CHANGED")
+		p.wrap("", v.Empty)
+	}
+	for _, t := range v.Targets {
+		p.blank()
+		p.fit(st.head.Render("── " + t.Name))
+		mark := t.Mark + " " + t.Word
+		switch t.Severity {
+		case view.Healthy:
+			mark = st.ok.Render(mark)
+		case view.Warning:
+			mark = st.bold.Render(mark)
+		default:
+			mark = st.warn.Render(mark)
 		}
-		p.wrap("", mark+"  "+whyText(t))
+		p.wrap("", mark+"  "+t.Why)
 		if t.Bottleneck[0] != t.Bottleneck[1] {
 			p.wrap("  ", fmt.Sprintf("bottleneck: %s → %s", t.Bottleneck[0], t.Bottleneck[1]))
 		} else {
@@ -62,33 +69,35 @@ func ComparisonText(w io.Writer, c *compare.Comparison, o Options) error {
 		}
 		p.blank()
 		p.line(fmt.Sprintf("  %s %9s %9s %7s  %s", name("Conditions"), "before", "after", "change", "tolerance"))
-		latency, conds := comparedRows(t)
-		row := func(r pageRow, flag string) {
+		row := func(r view.Row, flag string) {
 			mark := " "
 			if r.Flag {
 				mark = flag
 			}
 			p.line(fmt.Sprintf("%s %s %9s %9s %7s  %s", mark, name(r.Name), r.Before, r.After, r.Change, r.Band))
 		}
-		for _, r := range conds {
+		for _, r := range t.Conditions {
 			row(r, st.warn.Render("!"))
 		}
 		p.blank()
 		p.line(fmt.Sprintf("  %s %9s %9s %7s  %s", name("Latency"), "before", "after", "change", "noise (95%)"))
-		for _, r := range latency {
+		for _, r := range t.Latency {
 			row(r, st.bold.Render("Δ"))
 		}
 	}
-	if len(c.Regressions) > 0 {
+	if v.WideBand != "" {
 		p.blank()
-		for _, r := range c.Regressions {
-			p.wrap("", fmt.Sprintf("%s %s: %s %s → %s (%s, limit +%s)", st.crit.Render("✗ REGRESSION"), targetName(r.Target), r.Gate,
-				fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), fmtLimit(r.Limit)))
+		p.wrap("", st.dim.Render(v.WideBand+"."))
+	}
+	if len(v.Regressions) > 0 {
+		p.blank()
+		for _, r := range v.Regressions {
+			p.wrap("", st.crit.Render("✗ REGRESSION")+" "+r)
 		}
 	}
-	if len(c.Unevaluated) > 0 {
+	if v.Unjudged != "" {
 		p.blank()
-		p.wrap("", st.crit.Render("✗ NOT JUDGED")+" "+unevaluatedText(c))
+		p.wrap("", st.crit.Render("✗ NOT JUDGED")+" "+v.Unjudged)
 	}
 	return p.err
 }
@@ -100,94 +109,26 @@ func sideWindow(s compare.Side) string {
 	return ""
 }
 
-func fmtSeconds(x *float64) string {
-	if x == nil {
-		return "—"
-	}
-	return units.Duration(*x)
-}
-
-func fmtValue(path string, x *float64) string {
-	if x == nil {
-		return "—"
-	}
-	switch {
-	case strings.Contains(path, "share") || strings.Contains(path, "hit_rate") || strings.Contains(path, "utilization"):
-		return units.WholePercent(*x)
-	case strings.HasSuffix(path, "_bytes"):
-		return fmt.Sprintf("%.1f GB", *x/1e9)
-	}
-	return units.Number(*x)
-}
-
-func fmtChangePtr(x *float64, absolute bool) string {
-	if x == nil {
-		return "—"
-	}
-	return fmtChange(*x, absolute)
-}
-
-// comparedRows are a target's latency figures and conditions as every
-// format prints them: values, change, and the noise band or tolerance;
-// Flag marks a figure past its band, a condition past its tolerance.
-func comparedRows(t compare.Target) (latency, conds []pageRow) {
-	for _, d := range t.Latency {
-		band := "unknown"
-		if d.Noise != nil {
-			band = fmtBand(*d.Noise)
-		}
-		latency = append(latency, pageRow{Name: d.Name, Path: d.Path, Before: fmtSeconds(d.Before), After: fmtSeconds(d.After),
-			Change: fmtChangePtr(d.Change, false), Band: band, Flag: d.Significant})
-	}
-	for _, cd := range t.Conditions {
-		tol := "equal"
-		if cd.Tolerance > 0 {
-			tol = "±" + strings.TrimPrefix(fmtChange(cd.Tolerance, cd.Absolute), "+")
-		}
-		conds = append(conds, pageRow{Name: cd.Name, Path: cd.Path, Before: fmtValue(cd.Path, cd.Before), After: fmtValue(cd.Path, cd.After),
-			Change: fmtChangePtr(cd.Change, cd.Absolute), Band: tol, Flag: cd.Beyond})
-	}
-	return latency, conds
-}
-
-// whyText is a target's why without the verdict it starts with, for a
-// line that says the verdict already.
-func whyText(t compare.Target) string {
-	return strings.TrimPrefix(t.Why, strings.ReplaceAll(t.Verdict, "-", " ")+": ")
-}
-
-// fmtLimit is a gate's limit as a growth: 10%.
-func fmtLimit(x float64) string { return strings.TrimPrefix(fmtChange(x, false), "+") }
-
-// fmtBand is a noise band's half-width, relative: ±12%, ±0.8%.
-func fmtBand(x float64) string {
-	if x < 0.095 {
-		return fmt.Sprintf("±%.1f%%", x*100)
-	}
-	return fmt.Sprintf("±%.0f%%", x*100)
-}
-
-// fmtChange is compare.FormatChange.
-func fmtChange(x float64, absolute bool) string { return compare.FormatChange(x, absolute) }
-
 // ComparisonMarkdown writes a comparison as Markdown, for a pull request:
 // per target the verdict, then a table of the latency figures and one of
 // the conditions side by side.
 func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
+	v := view.ComparisonOf(c)
 	var b strings.Builder
 	fmt.Fprintf(&b, "## llmdoctor comparison\n\nBefore: `%s` %s · after: `%s` %s\n", c.Before.Name, sideWindow(c.Before), c.After.Name, sideWindow(c.After))
 	for _, u := range c.Unmatched {
-		fmt.Fprintf(&b, "\n- %s is in the %s diagnosis only\n", targetName(u.Target), u.Side)
+		fmt.Fprintf(&b, "\n- %s is in the %s diagnosis only\n", view.Name(u.Target), u.Side)
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(&b, "\n- note: %s\n", n)
 	}
-	for _, t := range c.Targets {
-		verdict := map[string]string{compare.NoChange: "= no change", compare.Changed: "Δ changed", compare.NotComparable: "? not comparable"}[t.Verdict]
-		fmt.Fprintf(&b, "\n### %s\n\n**%s** — %s. Bottleneck: %s → %s.\n\n", targetName(t.Target), verdict,
-			whyText(t), t.Bottleneck[0], t.Bottleneck[1])
-		latency, conds := comparedRows(t)
-		table := func(head string, rows []pageRow) {
+	if v.Empty != "" {
+		fmt.Fprintf(&b, "\n%s\n", v.Empty)
+	}
+	for _, t := range v.Targets {
+		fmt.Fprintf(&b, "\n### %s\n\n**%s %s** — %s. Bottleneck: %s → %s.\n\n", t.Name, t.Mark, strings.ToLower(t.Word),
+			t.Why, t.Bottleneck[0], t.Bottleneck[1])
+		table := func(head string, rows []view.Row) {
 			b.WriteString(head + "\n|---|---:|---:|---:|---:|\n")
 			for _, r := range rows {
 				name := r.Name
@@ -197,16 +138,18 @@ func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, r.Before, r.After, r.Change, r.Band)
 			}
 		}
-		table("| latency | before | after | change | noise (95%) |", latency)
+		table("| latency | before | after | change | noise (95%) |", t.Latency)
 		b.WriteString("\n")
-		table("| condition | before | after | change | tolerance |", conds)
+		table("| condition | before | after | change | tolerance |", t.Conditions)
 	}
-	if len(c.Unevaluated) > 0 {
-		fmt.Fprintf(&b, "\n**✗ not judged**: %s\n", unevaluatedText(c))
+	if v.WideBand != "" {
+		fmt.Fprintf(&b, "\n_%s._\n", v.WideBand)
 	}
-	for _, r := range c.Regressions {
-		fmt.Fprintf(&b, "\n**✗ regression** %s: `%s` %s → %s (%s, limit +%s)\n", targetName(r.Target), r.Gate, fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After),
-			fmtChangePtr(r.Delta.Change, false), fmtLimit(r.Limit))
+	if v.Unjudged != "" {
+		fmt.Fprintf(&b, "\n**✗ not judged**: %s\n", v.Unjudged)
+	}
+	for _, r := range v.Regressions {
+		fmt.Fprintf(&b, "\n**✗ regression** %s\n", r)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -215,46 +158,38 @@ func ComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 type pageCompared struct {
 	ID, Name, Verdict, Class, Word, Why, Bottleneck string
 	Appeared, Cleared                               []string
-	Latency, Conditions                             []pageRow
-}
-
-type pageRow struct {
-	Name, Path, Before, After, Change, Band string
-	Flag                                    bool
+	Latency, Conditions                             []view.Row
 }
 
 // ComparisonHTML writes a comparison as one self-contained page, in the
 // diagnosis page's style.
 func ComparisonHTML(w io.Writer, c *compare.Comparison, o Options) error {
+	v := view.ComparisonOf(c)
 	p := newPage("llmdoctor comparison", "llmdoctor comparison", o)
 	p.Window = "before: " + c.Before.Name + " " + sideWindow(c.Before) + " · after: " + c.After.Name + " " + sideWindow(c.After)
 	for _, u := range c.Unmatched {
-		p.Notes = append(p.Notes, fmt.Sprintf("%s is in the %s diagnosis only", targetName(u.Target), u.Side))
+		p.Notes = append(p.Notes, fmt.Sprintf("%s is in the %s diagnosis only", view.Name(u.Target), u.Side))
 	}
 	p.Notes = append(p.Notes, c.Notes...)
-	if len(c.Unevaluated) > 0 {
-		p.Notes = append(p.Notes, "✗ not judged: "+unevaluatedText(c))
+	if v.WideBand != "" {
+		p.Notes = append(p.Notes, v.WideBand)
 	}
-	if len(c.Targets) == 0 {
-		p.Empty = "No target is in both diagnoses: nothing to compare."
+	if v.Unjudged != "" {
+		p.Notes = append(p.Notes, "✗ not judged: "+v.Unjudged)
 	}
-	for i, t := range c.Targets {
-		pc := pageCompared{ID: fmt.Sprintf("target-%d", i+1), Name: targetName(t.Target), Verdict: t.Verdict,
-			Why: t.Why, Appeared: t.Appeared, Cleared: t.Cleared, Bottleneck: t.Bottleneck[0] + " → " + t.Bottleneck[1]}
-		switch t.Verdict {
-		case compare.NoChange:
-			pc.Class, pc.Word = "ok", "= no change"
-		case compare.Changed:
-			pc.Class, pc.Word = "warning", "Δ changed"
-		default:
-			pc.Class, pc.Word = "unknown", "? not comparable"
+	p.Empty = v.Empty
+	for i, t := range v.Targets {
+		pc := pageCompared{ID: fmt.Sprintf("target-%d", i+1), Name: t.Name, Verdict: t.Verdict, Why: t.Report.Why,
+			Appeared: t.Appeared, Cleared: t.Cleared, Bottleneck: t.Bottleneck[0] + " → " + t.Bottleneck[1],
+			Word: t.Mark + " " + strings.ToLower(t.Word), Latency: t.Latency, Conditions: t.Conditions}
+		pc.Class = map[string]string{view.Healthy: "ok", view.Warning: "warning"}[t.Severity]
+		if pc.Class == "" {
+			pc.Class = "unknown"
 		}
-		pc.Latency, pc.Conditions = comparedRows(t)
 		p.Compared = append(p.Compared, pc)
 	}
-	for _, r := range c.Regressions {
-		p.Notes = append(p.Notes, fmt.Sprintf("✗ regression %s: %s %s → %s (%s, limit +%s)", targetName(r.Target), r.Gate,
-			fmtSeconds(r.Delta.Before), fmtSeconds(r.Delta.After), fmtChangePtr(r.Delta.Change, false), fmtLimit(r.Limit)))
+	for _, r := range v.Regressions {
+		p.Notes = append(p.Notes, "✗ regression "+r)
 	}
 	return pages.ExecuteTemplate(w, "page", p)
 }
@@ -264,22 +199,19 @@ func ComparisonHTML(w io.Writer, c *compare.Comparison, o Options) error {
 // their noise and the conditions that moved beyond their tolerance; the
 // whole tables in the thread.
 func SlackComparison(c *compare.Comparison, o SlackOptions) []SlackMessage {
-	out := make([]SlackMessage, 0, len(c.Targets))
-	for _, t := range c.Targets {
-		name := slackTargetName(t.Target.Model, t.Target.Instance, t.Target.Engine, t.Target.Labels)
-		sev, verdict := SlackHealthy, "= NO CHANGE"
-		switch t.Verdict {
-		case compare.NotComparable:
-			sev, verdict = SlackInconclusive, "? NOT COMPARABLE"
-		case compare.Changed:
-			sev, verdict = SlackWarning, "Δ CHANGED"
+	v := view.ComparisonOf(c)
+	out := make([]SlackMessage, 0, len(v.Targets))
+	for _, t := range v.Targets {
+		name := slackLine(t.Name)
+		sev := map[string]string{view.Healthy: SlackHealthy, view.Warning: SlackWarning}[t.Severity]
+		if sev == "" {
+			sev = SlackInconclusive
 		}
-		for _, r := range c.Regressions {
-			if sameTargetName(r.Target, t.Target) {
-				sev, verdict = SlackCritical, "✗ REGRESSED"
-			}
+		verdict := t.Mark + " " + t.Word
+		if t.Regressed {
+			sev, verdict = SlackCritical, "✗ REGRESSED"
 		}
-		if len(c.Unevaluated) > 0 && sev != SlackCritical {
+		if v.Unjudged != "" && sev != SlackCritical {
 			sev = SlackCritical
 			verdict += ", GATE NOT JUDGED"
 		}
@@ -287,65 +219,51 @@ func SlackComparison(c *compare.Comparison, o SlackOptions) []SlackMessage {
 		b.held(slackContextBlock([]string{"before: " + esc(c.Before.Name) + " " + esc(sideWindow(c.Before)),
 			"after: " + esc(c.After.Name) + " " + esc(sideWindow(c.After))}))
 		b.add(slackHeader(verdict + " · " + name))
-		why := whyText(t)
-		b.add(slackSection(cutMrkdwn(esc(why), 1200) + "\nbottleneck: " + esc(t.Bottleneck[0]) + " → " + esc(t.Bottleneck[1])))
+		b.add(slackSection(cutMrkdwn(esc(t.Why), 1200) + "\nbottleneck: " + esc(t.Bottleneck[0]) + " → " + esc(t.Bottleneck[1])))
 		// What moved: the traffic first (it decides whether the rest
 		// means anything), then the settings, then the figures.
 		var moved, all, conds []string
-		for _, cd := range t.Conditions {
-			line := fmt.Sprintf("%s %s → %s (%s)", esc(cd.Name), fmtValue(cd.Path, cd.Before), fmtValue(cd.Path, cd.After), fmtChangePtr(cd.Change, cd.Absolute))
+		for _, r := range t.Conditions {
+			line := fmt.Sprintf("%s %s → %s (%s)", esc(r.Name), r.Before, r.After, r.Change)
 			switch {
-			case cd.Beyond && cd.Kind == "workload":
+			case r.Flag && r.Kind == "workload":
 				moved = append(moved, "! "+line+", beyond its tolerance")
-			case cd.Beyond:
+			case r.Flag:
 				moved = append(moved, "setting changed: "+line)
 			}
 			conds = append(conds, line)
 		}
-		for _, d := range t.Latency {
-			line := fmt.Sprintf("%s %s → %s (%s, noise %s)", esc(d.Name), fmtSeconds(d.Before), fmtSeconds(d.After), fmtChangePtr(d.Change, false), noiseText(d.Noise))
+		for _, r := range t.Latency {
+			line := fmt.Sprintf("%s %s → %s (%s, noise %s)", esc(r.Name), r.Before, r.After, r.Change, r.Band)
 			all = append(all, line)
-			if d.Significant {
+			if r.Flag {
 				moved = append(moved, "Δ *"+line+"*")
 			}
 		}
 		for _, r := range c.Regressions {
-			if sameTargetName(r.Target, t.Target) {
-				moved = append(moved, fmt.Sprintf("✗ *%s* grew %s, limit +%s", code(r.Gate), fmtChangePtr(r.Delta.Change, false), fmtLimit(r.Limit)))
+			if compare.SameTarget(r.Target, t.Report.Target) {
+				moved = append(moved, fmt.Sprintf("✗ *%s* grew %s, limit +%s", code(r.Gate), view.Change(r.Delta.Change, false), view.Limit(r.Limit)))
 			}
 		}
-		if len(c.Unevaluated) > 0 {
-			moved = append(moved, "✗ *not judged*: "+esc(unevaluatedText(c)))
+		if v.Unjudged != "" {
+			moved = append(moved, "✗ *not judged*: "+esc(v.Unjudged))
 		}
 		b.lines("", moved, "change")
 		b.release()
 		th := newSlackThread(o, "llmdoctor comparison details for "+name, slackSection("*Details* · "+esc(name)))
 		th.lines("*Latency, before → after*", all, "figure")
+		if v.WideBand != "" {
+			th.lines("", []string{"_" + esc(v.WideBand) + "_"}, "line")
+		}
 		th.lines("*Conditions, before → after*", conds, "condition")
 		if len(t.Appeared)+len(t.Cleared) > 0 {
 			th.lines("*Findings*", []string{"appeared: " + esc(strings.Join(t.Appeared, ", ")), "cleared: " + esc(strings.Join(t.Cleared, ", "))}, "line")
 		}
-		text := fmt.Sprintf("llmdoctor comparison: %s on %s: %s", verdict, name, why)
+		text := fmt.Sprintf("llmdoctor comparison: %s on %s: %s", verdict, name, t.Why)
 		out = append(out, SlackMessage{Target: name, Severity: sev, Main: b.main(text, sev), Details: th.messages()})
 	}
 	return out
 }
-
-// unevaluatedText says which gates no target could judge, and why a gate
-// unjudged fails.
-func unevaluatedText(c *compare.Comparison) string {
-	return "the gate" + map[bool]string{true: "s ", false: " "}[len(c.Unevaluated) > 1] + strings.Join(c.Unevaluated, ", ") +
-		" could not be judged (the figure missing on a side, its noise band unknown, or the runs not comparable): a gate does not pass unjudged"
-}
-
-func noiseText(x *float64) string {
-	if x == nil {
-		return "unknown"
-	}
-	return fmtBand(*x)
-}
-
-func sameTargetName(a, b evidence.Target) bool { return compare.SameTarget(a, b) }
 
 // ComparisonSlack writes SlackComparison as the slack format writes its
 // messages.

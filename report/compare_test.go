@@ -101,18 +101,3 @@ func TestComparisonFormats(t *testing.T) {
 		}
 	}
 }
-
-// Only items whose evidence is absent altogether, and only the engine's,
-// are grouped under "need the serving engine's metrics": one whose evidence
-// came too thin (a benchmark of eight requests) is shown whole.
-func TestChecklistShortGroupsOnlyAbsentEngineEvidence(t *testing.T) {
-	tg := advisor.ChecklistTarget{Items: []advisor.Item{
-		{ID: "check/kv-headroom", Status: advisor.CannotCheck, Missing: []string{"resource.kv_usage"}, Absent: true},
-		{ID: "check/long-prompt-guard", Status: advisor.CannotCheck, Missing: []string{"cond.prompt_tokens"}, Absent: false},
-		{ID: "measurement/early-stop", Status: advisor.CannotCheck, Missing: []string{"cond.output_max_ratio"}, Absent: true},
-	}}
-	shown, engine, _ := shortItems(tg)
-	if len(engine) != 1 || engine[0] != "check/kv-headroom" || len(shown) != 2 {
-		t.Fatalf("grouped %v, shown %d", engine, len(shown))
-	}
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/report/chart"
+	"github.com/llmdoctor/llmdoctor/view"
 )
 
 func init() { Register(htmlRenderer{}) }
@@ -107,8 +108,10 @@ type pageTarget struct {
 	ID, Name, ServedBy      string
 	Status, Bottleneck      string
 	SevClass, SevWord, Mark string
-	Summary, Impact         string
-	Unchecked               string
+	// Headline is the verdict in words: "Verdict: queueing".
+	Headline        string
+	Summary, Impact string
+	Unchecked       string
 	// Tentative says what a tentative verdict rests on and what would confirm it.
 	Tentative string
 	// Against are what kept a target from healthy beyond the summary's
@@ -193,22 +196,21 @@ func newPage(title, heading string, o Options) *page {
 
 // HTML writes the diagnosis as one self-contained page.
 func HTML(w io.Writer, d *advisor.Diagnosis, o Options) error {
+	v := view.Of(d)
 	title := "llmdoctor diagnosis"
-	if len(d.Targets) == 1 {
-		name := targetName(d.Targets[0].Target)
+	if len(v.Targets) == 1 {
+		name := v.Targets[0].Name
 		if o.TargetName != "" {
 			name = o.TargetName
 		}
-		title = fmt.Sprintf("%s · %s · llmdoctor", verdictWord(d.Targets[0].Primary), name)
+		title = fmt.Sprintf("%s · %s · llmdoctor", v.Targets[0].Verdict.Title(), name)
 	}
 	p := newPage(title, "llmdoctor diagnosis", o)
 	p.Window = windowHTML(d.Window)
 	p.Sources = pageSources(d.Sources)
 	p.Notes = withConfig(d.Config, d.Notes)
-	if len(d.Targets) == 0 {
-		p.Empty = "No serving-engine metrics found in the sources: nothing to diagnose."
-	}
-	for i, t := range d.Targets {
+	p.Empty = v.Empty
+	for i, t := range v.Targets {
 		pt := targetPage(i, t, d.Window)
 		if o.TargetName != "" && len(d.Targets) == 1 {
 			pt.Name = o.TargetName
@@ -221,37 +223,34 @@ func HTML(w io.Writer, d *advisor.Diagnosis, o Options) error {
 // ChecklistHTML writes the checklist as one self-contained page: a pass /
 // fail / cannot-check table per target.
 func ChecklistHTML(w io.Writer, c *advisor.Checklist, o Options) error {
+	v := view.ChecklistOf(c)
 	p := newPage("llmdoctor checklist", "llmdoctor pre-launch checklist", o)
-	p.Verdict, p.VerdictClass = checklistVerdict(c), map[string]string{advisor.Pass: "ok", advisor.Fail: "critical"}[c.Status]
+	p.Verdict, p.VerdictClass = v.Verdict, map[string]string{view.Healthy: "ok", view.Critical: "critical"}[v.Severity]
 	if p.VerdictClass == "" {
 		p.VerdictClass = "unknown"
 	}
-	p.Caveat = checklistUnverified(c)
-	p.Title = strings.TrimLeft(p.Verdict, "✓✗ ") + " · llmdoctor checklist"
+	p.Caveat = v.Unverified
+	p.Title = strings.TrimLeft(p.Verdict, "✓✗? ") + " · llmdoctor checklist"
 	p.Window = windowHTML(c.Window)
 	p.Sources = pageSources(c.Sources)
 	p.Notes = withConfig(c.Config, c.Notes)
-	if len(c.Targets) == 0 {
-		p.Empty = "No serving-engine metrics found in the sources: nothing to check."
-	}
-	for i, t := range c.Targets {
-		pc := pageChecklist{ID: fmt.Sprintf("target-%d", i+1), Name: targetName(t.Target)}
-		pc.Summary = fmt.Sprintf("%d passed · %d failed · %d could not be checked", t.Passed, t.Failed, t.CannotCheck)
-		if c.Strict && t.CannotCheck > 0 {
-			pc.Summary += " (strict: counts as failed)"
-		}
+	p.Empty = v.Empty
+	for i, t := range v.Targets {
+		pc := pageChecklist{ID: fmt.Sprintf("target-%d", i+1), Name: t.Name, Summary: t.Counts}
 		for _, it := range t.Items {
-			pi := pageItem{ID: it.ID, Title: it.Title, Message: it.Message, How: it.How, Kind: "blocking"}
+			pi := pageItem{ID: it.ID, Title: it.Title, Message: it.Message, How: it.How, Kind: "blocking", Mark: it.Mark}
 			if !it.Blocking {
 				pi.Kind = "advisory"
 			}
-			pi.Mark = itemMark(it.Status)
-			switch {
-			case it.Status == advisor.Pass:
+			switch it.Outcome {
+			case view.ItemPasses:
 				pi.StatusClass, pi.StatusWord = "ok", "pass"
-			case it.Status == advisor.Fail && it.Blocking:
+			case view.ItemFails:
 				pi.StatusClass, pi.StatusWord = "critical", "fail"
-			case it.Status == advisor.Fail:
+				if it.Status == advisor.CannotCheck {
+					pi.StatusWord = "cannot check (strict: fails)"
+				}
+			case view.ItemAdvisory:
 				pi.StatusClass, pi.StatusWord = "warning", "fail"
 			default:
 				pi.StatusClass, pi.StatusWord = "unknown", "cannot check"
@@ -264,9 +263,6 @@ func ChecklistHTML(w io.Writer, c *advisor.Checklist, o Options) error {
 			}
 			pc.Items = append(pc.Items, pi)
 		}
-		// What failed first, then what could not be checked, then passes.
-		rank := map[string]int{"critical": 0, "warning": 1, "unknown": 2, "ok": 3}
-		sort.SliceStable(pc.Items, func(i, j int) bool { return rank[pc.Items[i].StatusClass] < rank[pc.Items[j].StatusClass] })
 		p.Checklist = append(p.Checklist, pc)
 	}
 	return pages.ExecuteTemplate(w, "page", p)
@@ -306,58 +302,44 @@ func HTMLIndex(w io.Writer, title string, entries []IndexEntry, o Options) error
 // report does.
 func FormatValue(path string, x float64) string { return formatValue(path, x) }
 
-func verdictWord(pr advisor.Primary) string {
-	switch pr.Status {
-	case "found":
-		return pr.Bottleneck
-	case "tentative":
-		if pr.Bottleneck == "none" {
-			return "healthy (tentative)"
-		}
-		return pr.Bottleneck + " (tentative)"
-	case "healthy":
-		return "healthy"
-	}
-	return "inconclusive"
-}
-
-// verdictClass gives the CSS class, the word and the symbol of a verdict:
-// the meaning never rests on colour alone.
+// verdictClass gives the CSS class, the word and the symbol of a verdict
+// (serve's index keeps a target's status and severity): the meaning never
+// rests on colour alone.
 func verdictClass(status, severity string) (class, word, mark string) {
-	if status == "tentative" {
-		class, word, mark = verdictClass("found", severity)
-		if severity == "info" || severity == "" {
-			class, word, mark = verdictClass("healthy", "")
-		}
-		return class, word + ", tentative", mark
+	// The index keeps no bottleneck beside a tentative verdict's severity:
+	// one without a finding's severity is a tentative healthy.
+	bottleneck := "-"
+	if status == view.Tentative && severity != view.Critical && severity != view.Warning {
+		bottleneck = "none"
 	}
-	switch status {
-	case "found":
-		switch severity {
-		case "critical":
-			return "critical", "critical", "✗"
-		case "warning":
-			return "warning", "warning", "!"
-		}
-		return "info", "info", "i"
-	case "healthy":
-		return "ok", "healthy", "✓"
-	case "suppressed":
-		return "warning", "suppressed", "~"
-	}
-	return "unknown", "inconclusive", "?"
+	var v view.Verdict
+	v.Names, v.Severity, v.Mark, v.Word = view.Classify(status, bottleneck, severity)
+	v.Tentative = status == view.Tentative
+	return pageVerdict(v)
 }
 
-func sevClass(sev string) (class, word, mark string) { return verdictClass("found", sev) }
+func sevClass(sev string) (class, word, mark string) {
+	mark, word = view.SeverityMark(sev)
+	return strings.ToLower(word), strings.ToLower(word), mark
+}
+
+// pageVerdict is a verdict's CSS class, word and symbol.
+func pageVerdict(v view.Verdict) (class, word, mark string) {
+	class, word = v.Severity, strings.ToLower(v.Word)
+	if class == view.Healthy {
+		class = "ok"
+	}
+	if class == view.Inconclusive {
+		class = "unknown"
+	}
+	if v.Tentative {
+		word += ", tentative"
+	}
+	return class, word, v.Mark
+}
 
 func windowHTML(w advisor.Window) string {
-	var s string
-	switch {
-	case w.Cumulative:
-		s = "one snapshot: totals since server start"
-	case w.Seconds > 0:
-		s = fmt.Sprintf("%s, %d sample%s", w.Length(), w.Points, plural(w.Points))
-	}
+	s := view.Window(w)
 	if w.Start != nil && w.End != nil && !w.Cumulative {
 		s += fmt.Sprintf(" · %s to %s", w.Start.UTC().Format("2006-01-02 15:04:05"), w.End.UTC().Format("15:04:05 UTC"))
 	}
@@ -384,32 +366,22 @@ func pageSources(src []advisor.Source) []pageSource {
 	return out
 }
 
-func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
+func targetPage(i int, v view.Target, w advisor.Window) pageTarget {
+	t := *v.Report
+	vd := v.Verdict
 	id := fmt.Sprintf("target-%d", i+1)
-	pt := pageTarget{ID: id, Name: targetName(t.Target), ServedBy: t.Target.ServedBy,
-		Status: t.Primary.Status, Bottleneck: t.Primary.Bottleneck, Summary: t.Primary.Summary}
-	pt.SevClass, pt.SevWord, pt.Mark = verdictClass(t.Primary.Status, findingSeverity(t, t.Primary.Rule))
-	if t.Primary.Impact != nil {
-		pt.Impact = fmt.Sprintf("%s of the latency users wait", units.WholePercent(*t.Primary.Impact))
-		for _, f := range t.Findings {
-			if f.Rule == t.Primary.Rule && f.Stage != "" {
-				pt.Impact = fmt.Sprintf("%s of %s", units.WholePercent(*t.Primary.Impact), stageLatency(f.Stage))
-			}
-		}
+	pt := pageTarget{ID: id, Name: v.Name, ServedBy: t.Target.ServedBy,
+		Status: vd.Status, Bottleneck: vd.Bottleneck, Summary: vd.Summary}
+	pt.SevClass, pt.SevWord, pt.Mark = pageVerdict(vd)
+	pt.Headline = vd.Headline()
+	pt.Impact = vd.Impact
+	pt.Tentative = vd.TentativeLine
+	pt.Judged = vd.JudgedLine
+	pt.Against = vd.Against
+	if len(vd.Unchecked) > 0 {
+		pt.Unchecked = "Could not check: " + strings.Join(vd.Unchecked, ", ") + " (see the gaps below)."
 	}
-	pt.Tentative = t.Primary.TentativeLine()
-	pt.Judged = t.Primary.JudgedLine()
-	for i, a := range t.Primary.Against {
-		if i > 0 && t.Primary.Bottleneck == "unknown" {
-			pt.Against = append(pt.Against, "also against healthy: "+a.Why)
-		}
-	}
-	if t.Primary.Found() && len(t.Primary.Unchecked) > 0 {
-		pt.Unchecked = "Could not check: " + strings.Join(t.Primary.Unchecked, ", ") + " (see the gaps below)."
-	}
-	for _, b := range t.Primary.Bounded {
-		pt.Bounded = append(pt.Bounded, b.Rule+" lacked inputs, but "+b.Why+".")
-	}
+	pt.Bounded = vd.Bounded
 	for _, in := range t.Inconsistencies {
 		pt.Inconsistencies = append(pt.Inconsistencies, in.Note)
 	}
@@ -424,57 +396,38 @@ func targetPage(i int, t advisor.TargetReport, w advisor.Window) pageTarget {
 		}
 	}
 	pt.Charts, pt.NoCharts = chartsOf(id, t, w)
-	for _, f := range t.Findings {
-		if f.ExplainedBy != "" {
-			continue
-		}
-		pf := findingPage(f)
-		for _, g := range t.Findings {
-			if g.ExplainedBy == f.Rule {
-				pf.Explained = append(pf.Explained, findingPage(g))
-			}
+	for _, f := range v.Findings {
+		pf := findingPage(f.Finding)
+		for _, g := range f.Explained {
+			pf.Explained = append(pf.Explained, findingPage(g))
 		}
 		pt.Findings = append(pt.Findings, pf)
 	}
-	pt.Next = t.Next
+	pt.Next = v.Steps
 	for _, l := range t.NextLeftOut {
 		pt.LeftOut = append(pt.LeftOut, LeftOutText(l))
 	}
 	for _, g := range t.Gaps {
-		var miss []string
-		for _, m := range g.Details {
-			if m.Why == "missing" {
-				miss = append(miss, m.Path)
-			} else {
-				miss = append(miss, m.Path+" ("+m.Why+")")
-			}
-		}
-		pt.Gaps = append(pt.Gaps, pageGap{Rule: g.Rule, Needs: strings.Join(miss, ", "), Bounded: g.Bounded, How: g.How})
+		pt.Gaps = append(pt.Gaps, pageGap{Rule: g.Rule, Needs: strings.Join(view.Needs(g), ", "), Bounded: g.Bounded, How: g.How})
 	}
-	for _, sk := range t.Skipped {
-		pt.Skipped = append(pt.Skipped, fmt.Sprintf("%d %s rule%s skipped: no %s data (%s)", len(sk.Rules), sk.Source, plural(len(sk.Rules)), sk.Source, sk.How))
+	for _, sk := range v.Gaps.Skipped {
+		pt.Skipped = append(pt.Skipped, sk.Line+" ("+sk.How+")")
 	}
-	pt.SuppressedLine = suppressedLine(t, true)
+	pt.SuppressedLine = vd.SuppressedLine("see Suppressed")
 	for _, f := range t.Suppressed {
 		pt.Suppressed = append(pt.Suppressed, f.Rule+": "+f.Suppressed)
 	}
 	pt.MemberCols, pt.Members = membersPage(t.Members)
-	bounded := ""
-	if t.Checks.Bounded > 0 {
-		bounded = fmt.Sprintf(" (%d bounded)", t.Checks.Bounded)
-	}
-	pt.Checks = fmt.Sprintf("checks: %d fired · %d quiet%s · %d could not run", t.Checks.Fired, t.Checks.Quiet, bounded, t.Checks.Insufficient)
+	pt.Checks = v.Checks
 	return pt
 }
 
 func findingPage(f advisor.Finding) pageFinding {
-	pf := pageFinding{Rule: f.Rule, Title: f.Title, Message: f.Message, Capped: f.Capped, Docs: f.Docs}
+	vf := view.FindingOf(f)
+	pf := pageFinding{Rule: f.Rule, Title: f.Title, Message: f.Message, Capped: f.Capped, Docs: f.Docs, Impact: vf.Impact}
 	pf.SevClass, pf.SevWord, pf.Mark = sevClass(f.Severity)
 	if f.Docs != "" {
 		pf.DocsURL = DocsBase + f.Docs
-	}
-	if f.Impact != nil && f.ExplainedBy == "" {
-		pf.Impact = fmt.Sprintf("%s of %s", units.WholePercent(*f.Impact), stageLatency(f.Stage))
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
 		pf.Evidence = append(pf.Evidence, pageNumber{Path: k, Value: formatValue(k, f.Evidence[k]), From: sourceFor(f.Sources, k)})

@@ -1,5 +1,6 @@
-// Package report renders a diagnosis or a checklist. Renderers read what
-// they are given and never change what it says; each format registers
+// Package report renders a diagnosis or a checklist. Renderers print what
+// package view decided (verdict, severity, order, first screen, gaps, the
+// checklist's gate) and decide none of it again; each format registers
 // itself by name (see Renderer).
 package report
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/view"
 )
 
 func init() { Register(junitRenderer{}) }
@@ -67,8 +68,8 @@ type junitMessage struct {
 // failure passes with its message in system-out.
 func ChecklistJUnit(w io.Writer, c *advisor.Checklist) error {
 	out := junitSuites{Name: "llmdoctor checklist"}
-	for _, t := range c.Targets {
-		s := junitSuite{Name: "llmdoctor checklist: " + targetName(t.Target), Time: "0"}
+	for _, t := range view.ChecklistOf(c).Targets {
+		s := junitSuite{Name: "llmdoctor checklist: " + t.Name, Time: "0"}
 		for _, it := range t.Items {
 			tc := junitCase{Name: it.ID + ": " + it.Title, Classname: "llmdoctor.checklist", Time: "0"}
 			body := it.Message
@@ -79,16 +80,15 @@ func ChecklistJUnit(w io.Writer, c *advisor.Checklist) error {
 				}
 				sort.Strings(keys)
 				for _, k := range keys {
-					body += fmt.Sprintf("\n%s = %s", k, formatValue(k, it.Evidence[k]))
+					body += fmt.Sprintf("\n%s = %s", k, view.Value(k, it.Evidence[k]))
 				}
 			}
-			switch {
-			case it.Status == advisor.Fail && it.Blocking,
-				it.Status == advisor.CannotCheck && c.Strict && it.Blocking:
-				tc.Failure = &junitMessage{Message: it.Message, Type: it.Status, Body: body + howText(it)}
+			switch it.Outcome {
+			case view.ItemFails:
+				tc.Failure = &junitMessage{Message: it.Message, Type: it.Status, Body: body + howText(it.Item)}
 				s.Failures++
-			case it.Status == advisor.CannotCheck:
-				tc.Skipped = &junitMessage{Message: "cannot check: " + it.Message + howText(it)}
+			case view.ItemUnchecked:
+				tc.Skipped = &junitMessage{Message: "cannot check: " + it.Message + howText(it.Item)}
 				s.Skipped++
 			default:
 				tc.SystemOut = it.Message

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/view"
 )
 
 func init() { Register(markdownRenderer{}) }
@@ -27,20 +28,21 @@ func (markdownRenderer) Checklist(w io.Writer, c *advisor.Checklist, _ Options) 
 
 // ChecklistMarkdown writes a table per target, for pull requests and wikis.
 func ChecklistMarkdown(w io.Writer, c *advisor.Checklist) error {
+	v := view.ChecklistOf(c)
 	var b strings.Builder
-	status := "✅ ready"
-	switch c.Status {
-	case advisor.Fail:
-		status = "❌ not ready"
-	case advisor.Unverified:
+	status := map[string]string{view.Healthy: "✅ ready", view.Critical: "❌ not ready"}[v.Severity]
+	if status == "" {
 		status = "⚠️ not verified"
 	}
 	fmt.Fprintf(&b, "# Pre-launch checklist: %s\n\n", status)
-	if why := checklistUnverified(c); why != "" {
-		fmt.Fprintf(&b, "%s\n\n", mdEscape(why))
+	if v.Unverified != "" {
+		fmt.Fprintf(&b, "%s\n\n", mdEscape(v.Unverified))
 	}
-	for _, t := range c.Targets {
-		fmt.Fprintf(&b, "## %s\n\n| | item | details |\n|---|---|---|\n", targetName(t.Target))
+	if v.Empty != "" {
+		fmt.Fprintf(&b, "%s\n\n", mdEscape(v.Empty))
+	}
+	for _, t := range v.Targets {
+		fmt.Fprintf(&b, "## %s\n\n| | item | details |\n|---|---|---|\n", t.Name)
 		for _, it := range t.Items {
 			details := it.Message
 			if it.Status == advisor.CannotCheck && it.How != "" {
@@ -49,9 +51,9 @@ func ChecklistMarkdown(w io.Writer, c *advisor.Checklist) error {
 			for _, f := range it.Fix {
 				details += " — fix: " + f.Do
 			}
-			fmt.Fprintf(&b, "| %s | [%s](%s) | %s |\n", itemMark(it.Status), it.Title, it.Docs, mdEscape(details))
+			fmt.Fprintf(&b, "| %s | [%s](%s) | %s |\n", it.Mark, it.Title, it.Docs, mdEscape(details))
 		}
-		fmt.Fprintf(&b, "\n%d passed, %d failed, %d could not be checked.\n\n", t.Passed, t.Failed, t.CannotCheck)
+		fmt.Fprintf(&b, "\n%s.\n\n", t.Counts)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/internal/units"
+	"github.com/llmdoctor/llmdoctor/view"
 )
 
 func init() { Register(slackRenderer{}) }
@@ -126,10 +127,6 @@ const (
 	slackMoreMax = 400
 	// slackThreadMax is how many thread replies one target gets at most.
 	slackThreadMax = 5
-	// slackMainFindings and slackMainSteps are how many findings and next
-	// steps Main shows at most; the thread has the rest.
-	slackMainFindings = 3
-	slackMainSteps    = 6
 )
 
 // SlackDiagnosis renders a diagnosis as one message per target (one saying
@@ -142,13 +139,13 @@ func SlackDiagnosis(d *advisor.Diagnosis, o SlackOptions) []SlackMessage {
 		b := newSlackBlocks(o)
 		b.held(slackContextBlock(slackContextTexts(o, d.Window, "", d.Sources, nil)))
 		b.add(slackHeader("? INCONCLUSIVE · no target"))
-		b.add(slackSection("No serving-engine metrics found in the sources: nothing to diagnose."))
+		b.add(slackSection(view.NoTargets))
 		b.lines("", mrkdwnNotes(d.Notes), "note")
 		text := "llmdoctor: INCONCLUSIVE, no target: no serving-engine metrics found in the sources"
 		return []SlackMessage{{Severity: SlackInconclusive, Main: b.main(text, SlackInconclusive)}}
 	}
 	out := make([]SlackMessage, 0, len(d.Targets))
-	for _, t := range d.Targets {
+	for _, t := range view.Of(d).Targets {
 		out = append(out, slackTarget(d, t, o))
 	}
 	return out
@@ -163,30 +160,31 @@ func SlackChecklist(c *advisor.Checklist, o SlackOptions) []SlackMessage {
 		b := newSlackBlocks(o)
 		b.held(slackContextBlock(slackContextTexts(o, c.Window, "", c.Sources, nil)))
 		b.add(slackHeader("? NOT VERIFIED · no target"))
-		b.add(slackSection("No serving-engine metrics or request files found in the sources: nothing was checked."))
+		b.add(slackSection(view.NoTargetsChecklist))
 		b.lines("", mrkdwnNotes(c.Notes), "note")
 		text := "llmdoctor checklist: NOT VERIFIED, no target: nothing was checked"
 		return []SlackMessage{{Severity: SlackInconclusive, Main: b.main(text, SlackInconclusive)}}
 	}
 	out := make([]SlackMessage, 0, len(c.Targets))
-	for _, t := range c.Targets {
+	for _, t := range view.ChecklistOf(c).Targets {
 		out = append(out, slackChecklistTarget(c, t, o))
 	}
 	return out
 }
 
 // slackTarget is one target's diagnosis.
-func slackTarget(d *advisor.Diagnosis, t advisor.TargetReport, o SlackOptions) SlackMessage {
-	name := slackTargetName(t.Target.Model, t.Target.Instance, t.Target.Engine, t.Target.Labels)
-	sev, verdict := slackVerdict(t)
+func slackTarget(d *advisor.Diagnosis, v view.Target, o SlackOptions) SlackMessage {
+	t := *v.Report
+	name := slackLine(v.Name)
+	sev, verdict := slackVerdict(v.Verdict)
 	b := newSlackBlocks(o)
 
 	// The footer first: the room it needs is held while the rest is laid out.
 	var gapsLine string
 	if len(t.Gaps) > 0 || len(t.Skipped) > 0 {
-		gapsLine = slackGapsLine(t)
+		gapsLine = slackGapsLine(v)
 	}
-	extra := []string{fmt.Sprintf("checks: %d fired · %d quiet · %d could not run", t.Checks.Fired, t.Checks.Quiet, t.Checks.Insufficient)}
+	extra := []string{v.Checks}
 	if n := len(t.Suppressed); n > 0 {
 		extra = append(extra, fmt.Sprintf("%d finding%s suppressed by configuration", n, plural(n)))
 	}
@@ -196,36 +194,45 @@ func slackTarget(d *advisor.Diagnosis, t advisor.TargetReport, o SlackOptions) S
 	b.held(slackContextBlock(slackContextTexts(o, d.Window, t.Target.ServedBy, d.Sources, extra)))
 
 	b.add(slackHeader(verdict + " · " + name))
-	b.add(slackSection(slackSummary(t)))
+	b.add(slackSection(slackSummary(v)))
 	b.add(slackSection(slackLatency(t.LatencyMap)))
 
-	var rest []advisor.Finding
-	if len(t.Findings) > 0 {
+	// The first screen's findings; the rest, and those they explain, in
+	// the thread in the advisor's order.
+	shown := map[string]bool{}
+	if len(v.Findings) > 0 {
 		b.add(slack.NewDividerBlock())
-		for i, f := range t.Findings {
-			if i >= slackMainFindings || !b.add(slackSection(slackFinding(t, f))) {
-				b.omit("finding", 1)
-				rest = append(rest, f)
+		for _, f := range v.FirstFindings() {
+			if b.add(slackSection(slackFinding(t, f.Finding))) {
+				shown[f.Rule] = true
 			}
 		}
 	}
+	var rest []advisor.Finding
+	for _, f := range t.Findings {
+		if !shown[f.Rule] {
+			b.omit("finding", 1)
+			rest = append(rest, f)
+		}
+	}
 	var steps []string
-	for i, s := range t.Next {
+	for i, s := range v.Steps {
 		line := fmt.Sprintf("%d. [%s] %s", i+1, esc(s.Cost), esc(s.Do))
 		if s.Effect != nil {
 			line += "\n    _" + esc(EffectText(s.Effect)) + "_"
 		}
 		steps = append(steps, line)
 	}
-	shown := b.lines("*Next steps, cheapest first*", steps[:min(len(steps), slackMainSteps)], "step")
-	b.omit("step", len(steps)-min(len(steps), slackMainSteps))
+	first := len(v.FirstSteps())
+	nshown := b.lines("*Next steps, cheapest first*", steps[:first], "step")
+	b.omit("step", len(steps)-first)
 	b.release()
 
 	th := newSlackThread(o, "llmdoctor details for "+name, slackSection("*Details* · "+esc(name)))
 	for _, f := range rest {
 		th.add(slackSection(slackFinding(t, f)), "finding", 1)
 	}
-	th.lines("*Next steps, continued*", steps[shown:], "step")
+	th.lines("*Next steps, continued*", steps[nshown:], "step")
 	var left []string
 	for _, l := range t.NextLeftOut {
 		left = append(left, "_"+esc(LeftOutText(l))+"_")
@@ -235,9 +242,8 @@ func slackTarget(d *advisor.Diagnosis, t advisor.TargetReport, o SlackOptions) S
 	for _, g := range t.Gaps {
 		gaps = append(gaps, slackGap(g))
 	}
-	for _, sk := range t.Skipped {
-		gaps = append(gaps, fmt.Sprintf("– %d %s rule%s skipped: no %s data. _how:_ %s", len(sk.Rules), esc(sk.Source), plural(len(sk.Rules)),
-			esc(sk.Source), esc(sk.How)))
+	for _, sk := range v.Gaps.Skipped {
+		gaps = append(gaps, "– "+esc(sk.Line)+". _how:_ "+esc(sk.How))
 	}
 	th.lines("*Could not check, and how to close each gap*", gaps, "gap")
 	var incons []string
@@ -255,61 +261,48 @@ func slackTarget(d *advisor.Diagnosis, t advisor.TargetReport, o SlackOptions) S
 	}
 	th.lines("*Notes*", mrkdwnNotes(d.Notes), "note")
 
-	text := fmt.Sprintf("llmdoctor: %s on %s: %s", verdict, name, slackLine(t.Primary.Summary))
+	text := fmt.Sprintf("llmdoctor: %s on %s: %s", verdict, name, slackLine(v.Verdict.Summary))
 	return SlackMessage{Target: name, Severity: sev, Main: b.main(text, sev), Details: th.messages()}
 }
 
-// slackVerdict is a target's severity and its verdict in words.
-func slackVerdict(t advisor.TargetReport) (sev, verdict string) {
-	switch t.Primary.Status {
-	case "found":
-		if findingSeverity(t, t.Primary.Rule) == "critical" {
-			return SlackCritical, "✗ CRITICAL: " + t.Primary.Bottleneck
-		}
-		return SlackWarning, "! WARNING: " + t.Primary.Bottleneck
-	case "tentative":
-		if t.Primary.Bottleneck == "none" {
-			return SlackHealthy, "✓ HEALTHY (tentative)"
-		}
-		if findingSeverity(t, t.Primary.Rule) == "critical" {
-			return SlackCritical, "✗ CRITICAL (tentative): " + t.Primary.Bottleneck
-		}
-		return SlackWarning, "! WARNING (tentative): " + t.Primary.Bottleneck
-	case "healthy":
-		return SlackHealthy, "✓ HEALTHY"
-	case "suppressed":
-		return SlackWarning, "~ SUPPRESSED: " + t.Primary.Bottleneck
+// slackVerdict is a verdict's colour and its headline: "✗ CRITICAL:
+// queueing", "! WARNING (tentative): kv-capacity", "✓ HEALTHY".
+func slackVerdict(v view.Verdict) (sev, verdict string) {
+	sev = map[string]string{view.Critical: SlackCritical, view.Warning: SlackWarning, view.Info: SlackWarning,
+		view.Healthy: SlackHealthy}[v.Severity]
+	if sev == "" {
+		sev = SlackInconclusive
 	}
-	return SlackInconclusive, "? INCONCLUSIVE"
+	verdict = v.Mark + " " + v.Word
+	if v.Tentative {
+		verdict += " (tentative)"
+	}
+	if v.Severity != view.Healthy && v.Severity != view.Inconclusive {
+		verdict += ": " + v.Names
+	}
+	return sev, verdict
 }
 
-func slackSummary(t advisor.TargetReport) string {
-	p := t.Primary
-	s := esc(slackLine(p.Summary))
-	if p.Found() && p.Impact != nil {
-		stage := ""
-		for _, f := range t.Findings {
-			if f.Rule == p.Rule {
-				stage = f.Stage
-			}
-		}
-		s += fmt.Sprintf(": %s of %s", units.WholePercent(*p.Impact), stageLatency(stage))
+func slackSummary(v view.Target) string {
+	vd := v.Verdict
+	s := esc(slackLine(vd.Summary))
+	if v.Report.Primary.Found() && vd.Impact != "" {
+		s += ": " + vd.Impact
 	}
-	if line := p.TentativeLine(); line != "" {
-		s += "\n_" + esc(line) + "_"
+	if vd.TentativeLine != "" {
+		s += "\n_" + esc(vd.TentativeLine) + "_"
 	}
-	for i, a := range p.Against {
-		if i > 0 && p.Bottleneck == "unknown" {
-			s += "\n! also against healthy: " + esc(slackLine(a.Why))
-		}
+	for _, a := range vd.Against {
+		s += "\n! " + esc(slackLine(a))
 	}
-	if line := p.JudgedLine(); line != "" {
-		s += "\n_" + esc(line) + "_"
+	if vd.JudgedLine != "" {
+		s += "\n_" + esc(vd.JudgedLine) + "_"
 	}
 	s = cutMrkdwn(s, 1000)
-	for i, in := range t.Inconsistencies {
+	incons := v.Report.Inconsistencies
+	for i, in := range incons {
 		if i == 2 {
-			s += fmt.Sprintf("\n! and %d more contradiction%s in the evidence", len(t.Inconsistencies)-2, plural(len(t.Inconsistencies)-2))
+			s += fmt.Sprintf("\n! and %d more contradiction%s in the evidence", len(incons)-2, plural(len(incons)-2))
 			break
 		}
 		s += "\n! " + cutMrkdwn(esc(slackLine(in.Note)), 400)
@@ -386,9 +379,10 @@ func slackLatency(m advisor.LatencyMap) string {
 // slackFinding is a finding with its cited numbers and where they came from.
 func slackFinding(t advisor.TargetReport, f advisor.Finding) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*%s* %s", sevWords(f.Severity), code(f.Rule))
+	mark, word := view.SeverityMark(f.Severity)
+	fmt.Fprintf(&b, "*%s %s* %s", mark, word, code(f.Rule))
 	if f.Impact != nil && f.ExplainedBy == "" {
-		fmt.Fprintf(&b, " · %s of %s", units.WholePercent(*f.Impact), stageLatency(f.Stage))
+		fmt.Fprintf(&b, " · %s", view.FindingOf(f).Impact)
 	}
 	b.WriteString("\n*" + cutMrkdwn(esc(slackLine(f.Title)), 300) + "*")
 	if f.Message != "" {
@@ -437,47 +431,32 @@ func slackNumbers(ev map[string]float64) string {
 	return strings.Join(parts, " · ")
 }
 
-func sevWords(sev string) string {
-	switch sev {
-	case "critical":
-		return "✗ CRITICAL"
-	case "warning":
-		return "! WARNING"
-	}
-	return "i INFO"
-}
-
 // slackGapsLine names the checks that could not run, in one line.
-func slackGapsLine(t advisor.TargetReport) string {
+func slackGapsLine(v view.Target) string {
 	var open []string
-	bounded := 0
-	for _, g := range t.Gaps {
-		if g.Bounded != "" {
-			bounded++
-			continue
-		}
+	for _, g := range v.Gaps.Open {
 		open = append(open, code(g.Rule))
 	}
 	var parts []string
 	if len(open) > 0 {
 		parts = append(parts, strings.Join(open, ", "))
 	}
-	if bounded > 0 {
+	if n := v.Gaps.Bounded; n > 0 {
 		more := ""
 		if len(open) > 0 {
 			more = " more"
 		}
-		parts = append(parts, fmt.Sprintf("%d%s lacked inputs but could not have fired", bounded, more))
+		parts = append(parts, fmt.Sprintf("%d%s lacked inputs but could not have fired", n, more))
 	}
-	for _, sk := range t.Skipped {
+	for _, sk := range v.Gaps.Skipped {
 		parts = append(parts, fmt.Sprintf("%d rule%s that need%s %s data, not given", len(sk.Rules), plural(len(sk.Rules)),
 			map[bool]string{true: "s", false: ""}[len(sk.Rules) == 1], esc(sk.Source)))
 	}
 	s := "*Could not check:* " + strings.Join(parts, "; ")
-	if t.Primary.Found() && len(t.Primary.Unchecked) > 0 {
+	if u := v.Verdict.Unchecked; len(u) > 0 {
 		var ids []string
-		for _, u := range t.Primary.Unchecked {
-			ids = append(ids, code(u))
+		for _, r := range u {
+			ids = append(ids, code(r))
 		}
 		s += " (could decide the verdict: " + strings.Join(ids, ", ") + ")"
 	}
@@ -555,32 +534,27 @@ func slackMembers(ms []advisor.Member) []string {
 }
 
 // slackChecklistTarget is one target's checklist.
-func slackChecklistTarget(c *advisor.Checklist, t advisor.ChecklistTarget, o SlackOptions) SlackMessage {
-	name := slackTargetName(t.Target.Model, t.Target.Instance, t.Target.Engine, t.Target.Labels)
-	sev, verdict := slackChecklistVerdict(c, t)
+func slackChecklistTarget(c *advisor.Checklist, v view.ChecklistTarget, o SlackOptions) SlackMessage {
+	t := *v.Report
+	name := slackLine(v.Name)
+	sev, verdict := map[string]string{view.Critical: SlackCritical, view.Warning: SlackWarning, view.Healthy: SlackHealthy}[v.Severity], v.Verdict
+	if sev == "" {
+		sev = SlackInconclusive
+	}
 	b := newSlackBlocks(o)
 	var passed []string
 	var failing, unchecked []advisor.Item
-	for _, it := range t.Items {
+	// The view's order: blocking failures first.
+	for _, it := range v.Items {
 		switch it.Status {
 		case advisor.Pass:
 			passed = append(passed, it.Title)
 		case advisor.Fail:
-			failing = append(failing, it)
+			failing = append(failing, it.Item)
 		default:
-			unchecked = append(unchecked, it)
+			unchecked = append(unchecked, it.Item)
 		}
 	}
-	// Blocking failures first.
-	slices.SortStableFunc(failing, func(a, b advisor.Item) int {
-		switch {
-		case a.Blocking == b.Blocking:
-			return 0
-		case a.Blocking:
-			return -1
-		}
-		return 1
-	})
 
 	var footer []string
 	if len(passed) > 0 {
@@ -637,34 +611,6 @@ func slackChecklistTarget(c *advisor.Checklist, t advisor.ChecklistTarget, o Sla
 	return SlackMessage{Target: name, Severity: sev, Main: b.main(text, sev), Details: th.messages()}
 }
 
-// slackChecklistVerdict: NOT READY when a blocking item failed (or, with
-// strict, could not be checked), NOT VERIFIED when nothing failed but an
-// item could not be checked (never READY then), READY otherwise, amber
-// when an advisory item failed.
-func slackChecklistVerdict(c *advisor.Checklist, t advisor.ChecklistTarget) (sev, verdict string) {
-	var blocking, advisory, unchecked bool
-	for _, it := range t.Items {
-		switch {
-		case it.Status == advisor.Fail && it.Blocking, it.Status == advisor.CannotCheck && it.Blocking && c.Strict:
-			blocking = true
-		case it.Status == advisor.Fail:
-			advisory = true
-		case it.Status == advisor.CannotCheck && it.Blocking:
-			// Only an item that decides the gate leaves it unverified.
-			unchecked = true
-		}
-	}
-	switch {
-	case blocking:
-		return SlackCritical, "✗ NOT READY"
-	case unchecked:
-		return SlackInconclusive, "? NOT VERIFIED"
-	case advisory:
-		return SlackWarning, "✓ READY"
-	}
-	return SlackHealthy, "✓ READY"
-}
-
 func slackItem(it advisor.Item) string {
 	var b strings.Builder
 	b.WriteString("*✗ FAIL* *" + cutMrkdwn(esc(slackLine(it.Title)), 300) + "*")
@@ -706,12 +652,8 @@ func slackContextTexts(o SlackOptions, w advisor.Window, servedBy string, source
 	if o.GraphURL != "" {
 		out = append(out, slackLink(o.GraphURL, "Graph of the window"))
 	}
-	switch {
-	case w.Cumulative:
-		out = append(out, "one snapshot: totals since server start")
-	case w.Seconds > 0:
-		s := fmt.Sprintf("%s, %d sample%s", w.Length(), w.Points, plural(w.Points))
-		if w.Start != nil && w.End != nil {
+	if s := view.Window(w); s != "" {
+		if !w.Cumulative && w.Start != nil && w.End != nil {
 			s += ": " + slackDate(*w.Start) + " – " + slackDate(*w.End)
 		}
 		out = append(out, s)
@@ -742,30 +684,6 @@ func mrkdwnNotes(notes []string) []string {
 		out = append(out, "– "+cutMrkdwn(esc(slackLine(n)), 1000))
 	}
 	return out
-}
-
-// slackTargetName names a target as the other reports do, with the
-// selecting labels those names do not already say.
-func slackTargetName(model, instance, engine string, labels map[string]string) string {
-	var parts []string
-	if model != "" {
-		parts = append(parts, "model "+model)
-	}
-	if instance != "" {
-		parts = append(parts, "instance "+instance)
-	}
-	if engine != "" {
-		parts = append(parts, "engine "+engine)
-	}
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if v := labels[k]; v != model && v != instance && v != engine {
-			parts = append(parts, k+"="+v)
-		}
-	}
-	if len(parts) == 0 {
-		return "all series"
-	}
-	return slackLine(strings.Join(parts, ", "))
 }
 
 // Text helpers. Text from data (model names, label values, messages) is

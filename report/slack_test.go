@@ -23,6 +23,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/rules"
 	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/view"
 )
 
 // scenarioRun is one built-in scenario diagnosed and checked end to end.
@@ -211,8 +212,9 @@ func checkAll(t *testing.T, name string, msgs []SlackMessage) {
 	}
 }
 
-// checkFindings: Main shows at most three findings and six steps and
-// counts the rest in its last block; every finding is in Main or the thread.
+// checkFindings: Main shows the first screen's findings (those no other
+// one explains, at most view.FirstFindings) and counts the rest in its last
+// block; every finding is in Main or the thread.
 func checkFindings(t *testing.T, tr advisor.TargetReport, m SlackMessage) {
 	t.Helper()
 	texts := checkSlack(t, "main", m.Main, true)
@@ -222,8 +224,14 @@ func checkFindings(t *testing.T, tr advisor.TargetReport, m SlackMessage) {
 			shown++
 		}
 	}
-	if shown > slackMainFindings || shown < min(len(tr.Findings), slackMainFindings) {
-		t.Errorf("%d findings of %d in the main message", shown, len(tr.Findings))
+	top := 0
+	for _, f := range tr.Findings {
+		if f.ExplainedBy == "" {
+			top++
+		}
+	}
+	if shown > view.FirstFindings || shown < min(top, view.FirstFindings) {
+		t.Errorf("%d findings of %d (%d explaining the rest) in the main message", shown, len(tr.Findings), top)
 	}
 	more := regexp.MustCompile(`\+(\d+) more findings?`).FindStringSubmatch(texts[len(texts)-1])
 	if left := len(tr.Findings) - shown; left > 0 && (more == nil || more[1] != fmt.Sprint(left)) || left == 0 && more != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/internal/wrap"
+	"github.com/llmdoctor/llmdoctor/view"
 )
 
 func init() { Register(textRenderer{}) }
@@ -96,11 +97,12 @@ func Text(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	for _, n := range d.Notes {
 		p.wrap("  ", "note: "+n)
 	}
-	if len(d.Targets) == 0 {
+	v := view.Of(d)
+	if v.Empty != "" {
 		p.blank()
-		p.wrap("", "No vLLM metrics found in the sources: nothing to diagnose.")
+		p.wrap("", v.Empty)
 	}
-	for _, t := range d.Targets {
+	for _, t := range v.Targets {
 		p.target(t)
 	}
 	if p.held {
@@ -118,18 +120,19 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 	}
 	st := newStyles(w, ColorOn(o.Color, o.IsTerminal))
 	p := &printer{w: w, width: width, st: st, details: o.Details}
-	verdict := checklistVerdict(c)
-	switch c.Status {
-	case advisor.Pass:
+	v := view.ChecklistOf(c)
+	verdict := v.Verdict
+	switch v.Severity {
+	case view.Healthy:
 		verdict = st.ok.Render(verdict)
-	case advisor.Fail:
+	case view.Critical:
 		verdict = st.crit.Render(verdict)
 	default:
 		verdict = st.warn.Render(verdict)
 	}
 	p.pair(st.head.Render("llmdoctor pre-launch checklist"), verdict)
-	if why := checklistUnverified(c); why != "" {
-		p.wrap("  ", st.warn.Render("!")+" "+why)
+	if v.Unverified != "" {
+		p.wrap("  ", st.warn.Render("!")+" "+v.Unverified)
 	}
 	for _, s := range c.Sources {
 		p.wrap("  ", sourceLine(s))
@@ -140,13 +143,17 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 	for _, n := range c.Notes {
 		p.wrap("  ", "note: "+n)
 	}
-	held := false
-	for _, t := range c.Targets {
+	if v.Empty != "" {
 		p.blank()
-		p.fit(st.head.Render("── " + targetName(t.Target)))
+		p.wrap("", v.Empty)
+	}
+	held := false
+	for _, t := range v.Targets {
+		p.blank()
+		p.fit(st.head.Render("── " + t.Name))
 		items, engine, passed := t.Items, []string(nil), []string(nil)
 		if !o.Details {
-			items, engine, passed = shortItems(t)
+			items, engine, passed = t.FirstScreen()
 			held = held || len(engine)+len(passed) > 0
 		}
 		if len(engine) > 0 {
@@ -160,8 +167,7 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 			p.wrap("  ", fmt.Sprintf("%s %d more passed: %s", st.ok.Render("✓"), len(passed), strings.Join(passed, ", ")))
 		}
 		p.blank()
-		p.fit(st.dim.Render(fmt.Sprintf("%d passed · %d failed · %d could not be checked%s", t.Passed, t.Failed, t.CannotCheck,
-			map[bool]string{true: " (strict: counts as failed)", false: ""}[c.Strict && t.CannotCheck > 0])))
+		p.fit(st.dim.Render(t.Counts))
 	}
 	if held {
 		p.blank()
@@ -172,13 +178,13 @@ func ChecklistText(w io.Writer, c *advisor.Checklist, o Options) error {
 
 // item writes one checklist item whole: its mark and title, message, fixes
 // and how to check it.
-func (p *printer) item(it advisor.Item) {
+func (p *printer) item(it view.Item) {
 	st := p.st
-	mark := itemMark(it.Status)
-	switch {
-	case it.Status == advisor.Pass:
+	mark := it.Mark
+	switch it.Outcome {
+	case view.ItemPasses:
 		mark = st.ok.Render(mark)
-	case it.Status == advisor.Fail && it.Blocking:
+	case view.ItemFails:
 		mark = st.crit.Render(mark)
 	default:
 		mark = st.warn.Render(mark)
@@ -197,89 +203,6 @@ func (p *printer) item(it advisor.Item) {
 	if it.How != "" {
 		p.wrap("      ", st.dim.Render("how: "+it.How))
 	}
-}
-
-// shortItems is what the checklist's first screen shows of a target: every
-// failure, every SLO gate with its number, every other item that could not
-// be checked; items that wait only on the engine's metrics when no source
-// gives them (every piece absent, not merely too thin), and the other
-// passes, by id in a line each.
-func shortItems(t advisor.ChecklistTarget) (shown []advisor.Item, engine, passed []string) {
-	for _, it := range t.Items {
-		switch {
-		case it.Status == advisor.Pass && !strings.HasPrefix(it.ID, "slo/"):
-			passed = append(passed, it.ID)
-		case it.Status == advisor.CannotCheck && t.Target.ServedBy == "" && it.Absent && allEngine(it.Missing):
-			engine = append(engine, it.ID)
-		default:
-			shown = append(shown, it)
-		}
-	}
-	return shown, engine, passed
-}
-
-// allEngine reports whether every path is one only the serving engine's
-// metrics give (not a benchmark or request file, not dcgm-exporter).
-func allEngine(paths []string) bool {
-	for _, path := range paths {
-		how, ok := evidence.HowOf(path)
-		if !ok || strings.Contains(how, "per-request") || strings.Contains(how, "benchmark result") ||
-			strings.Contains(strings.ToLower(how), "dcgm") {
-			return false
-		}
-	}
-	return true
-}
-
-// checklistVerdict is the checklist's headline: READY only when every
-// blocking item passed.
-func checklistVerdict(c *advisor.Checklist) string {
-	switch c.Status {
-	case advisor.Pass:
-		return "✓ READY"
-	case advisor.Unverified:
-		return "? NOT VERIFIED"
-	}
-	return "✗ NOT READY"
-}
-
-// checklistUnverified says, under an unverified headline, how much could
-// not be checked; "" otherwise.
-func checklistUnverified(c *advisor.Checklist) string {
-	if c.Status != advisor.Unverified {
-		return ""
-	}
-	n := c.BlockingUnchecked
-	return fmt.Sprintf("Nothing failed, but %d blocking item%s could not be checked (%d of %d items in all): the launch is not verified. --strict counts them as failed.",
-		n, plural(n), c.CannotCheck, c.Passed+c.Failed+c.CannotCheck)
-}
-
-// suppressedLine says under a verdict which findings the configuration
-// suppressed: a muted finding stays in sight where the verdict is read.
-func suppressedLine(t advisor.TargetReport, details bool) string {
-	n := len(t.Suppressed)
-	if n == 0 {
-		return ""
-	}
-	ids := make([]string, n)
-	for i, f := range t.Suppressed {
-		ids[i] = f.Rule
-	}
-	see := "see Suppressed"
-	if !details {
-		see = "--details says why"
-	}
-	return fmt.Sprintf("%d finding%s suppressed by configuration: %s (%s).", n, plural(n), strings.Join(ids, ", "), see)
-}
-
-func itemMark(status string) string {
-	switch status {
-	case advisor.Pass:
-		return "✓ PASS"
-	case advisor.Fail:
-		return "✗ FAIL"
-	}
-	return "? CANNOT CHECK"
 }
 
 // sourceLine: ✓ read, ! read with rows left out, ✗ not read; notes follow.
@@ -331,12 +254,8 @@ func scopeTexts(ss []advisor.Scope) []string {
 }
 
 func windowText(d *advisor.Diagnosis) string {
-	w := d.Window
-	switch {
-	case w.Cumulative:
-		return "· one snapshot: totals since server start"
-	case w.Seconds > 0:
-		return fmt.Sprintf("· %s, %d sample%s", w.Length(), w.Points, plural(w.Points))
+	if s := view.Window(d.Window); s != "" {
+		return "· " + s
 	}
 	return ""
 }
@@ -398,9 +317,10 @@ func (p *printer) section(name string) {
 	p.fit(p.st.bold.Render(name))
 }
 
-func (p *printer) target(t advisor.TargetReport) {
+func (p *printer) target(v view.Target) {
+	t := v.Report
 	p.blank()
-	name := targetName(t.Target)
+	name := v.Name
 	if t.Target.ServedBy != "" {
 		// Which engine's metrics these are: one Prometheus may hold both.
 		name += " · " + t.Target.ServedBy
@@ -411,45 +331,49 @@ func (p *printer) target(t advisor.TargetReport) {
 		p.wrap("", p.st.head.Render("── "+name))
 	}
 
-	pr := t.Primary
-	switch pr.Status {
-	case "found":
-		p.wrap("", p.sevMark(findingSeverity(t, pr.Rule))+" VERDICT "+p.st.bold.Render(pr.Bottleneck)+": "+pr.Summary)
-	case "tentative":
-		if pr.Bottleneck == "none" {
-			p.wrap("", p.st.ok.Render("✓ TENTATIVE VERDICT healthy")+": "+pr.Summary)
-		} else {
-			p.wrap("", p.sevMark(findingSeverity(t, pr.Rule))+" TENTATIVE VERDICT "+p.st.bold.Render(pr.Bottleneck)+": "+pr.Summary)
-		}
-		p.wrap("  ", pr.TentativeLine())
-	case "healthy":
-		p.wrap("", p.st.ok.Render("✓ VERDICT healthy")+": "+pr.Summary)
-	case "suppressed":
-		p.wrap("", p.st.warn.Render("~ VERDICT ")+p.st.bold.Render(pr.Bottleneck)+p.st.warn.Render(", suppressed")+": "+pr.Summary)
-	default:
-		p.wrap("", p.st.warn.Render("? VERDICT inconclusive")+": "+pr.Summary)
+	vd := v.Verdict
+	head := " VERDICT "
+	if vd.Tentative {
+		head = " TENTATIVE VERDICT "
 	}
-	if line := suppressedLine(t, p.details); line != "" {
+	switch vd.Severity {
+	case view.Healthy:
+		p.wrap("", p.st.ok.Render(vd.Mark+head+vd.Names)+": "+vd.Summary)
+	case view.Inconclusive:
+		p.wrap("", p.st.warn.Render(vd.Mark+head+vd.Names)+": "+vd.Summary)
+	default:
+		if vd.Status == view.Suppressed {
+			p.wrap("", p.st.warn.Render(vd.Mark+head)+p.st.bold.Render(vd.Names)+p.st.warn.Render(", suppressed")+": "+vd.Summary)
+			break
+		}
+		p.wrap("", p.sevMark(vd.Severity)+head+p.st.bold.Render(vd.Names)+": "+vd.Summary)
+	}
+	if vd.TentativeLine != "" {
+		p.wrap("  ", vd.TentativeLine)
+	}
+	see := "see Suppressed"
+	if !p.details {
+		see = "--details says why"
+	}
+	if line := vd.SuppressedLine(see); line != "" {
 		p.wrap("  ", p.st.warn.Render("! ")+line)
 	}
-	for i, a := range pr.Against {
-		if i > 0 && pr.Bottleneck == "unknown" {
-			p.wrap("  ", p.st.warn.Render("! ")+"also against healthy: "+a.Why)
-		}
+	for _, a := range vd.Against {
+		p.wrap("  ", p.st.warn.Render("! ")+a)
 	}
-	if line := pr.JudgedLine(); line != "" {
-		p.wrap("  ", p.st.dim.Render(line))
+	if vd.JudgedLine != "" {
+		p.wrap("  ", p.st.dim.Render(vd.JudgedLine))
 	}
-	if pr.Found() && len(pr.Unchecked) > 0 {
+	if len(vd.Unchecked) > 0 {
 		see := "see Could not check"
 		if !p.details {
 			see = "--details says what each needs"
 		}
-		p.wrap("  ", "Could not check: "+strings.Join(pr.Unchecked, ", ")+" ("+see+").")
+		p.wrap("  ", "Could not check: "+strings.Join(vd.Unchecked, ", ")+" ("+see+").")
 	}
 	if p.details {
-		for _, b := range pr.Bounded {
-			p.wrap("  ", p.st.dim.Render("bounded: "+b.Rule+" lacked inputs, but "+b.Why+"."))
+		for _, b := range vd.Bounded {
+			p.wrap("  ", p.st.dim.Render("bounded: "+b))
 		}
 	}
 	if len(t.Inconsistencies) > 0 {
@@ -469,12 +393,12 @@ func (p *printer) target(t advisor.TargetReport) {
 		p.overWindow(t.Curves)
 		p.curve(t.Curves["prompt_ttft"], t.Conditions)
 	}
-	p.findings(t)
-	if len(t.Next) > 0 {
+	p.findings(v)
+	if len(v.Steps) > 0 {
 		p.section("Next steps, cheapest first")
-		steps := t.Next
-		if !p.details && len(steps) > shortSteps {
-			steps = steps[:shortSteps]
+		steps := v.Steps
+		if !p.details {
+			steps = v.FirstSteps()
 		}
 		for i, s := range steps {
 			p.wrap("  ", fmt.Sprintf("%d. [%s] %s", i+1, s.Cost, s.Do))
@@ -482,7 +406,7 @@ func (p *printer) target(t advisor.TargetReport) {
 				p.wrap("     ", p.st.dim.Render(EffectText(s.Effect)))
 			}
 		}
-		if n := len(t.Next) - len(steps); n > 0 {
+		if n := len(v.Steps) - len(steps); n > 0 {
 			p.wrap("  ", p.st.dim.Render(fmt.Sprintf("+ %d more step%s, costlier", n, plural(n))))
 		}
 		for _, l := range t.NextLeftOut {
@@ -491,27 +415,17 @@ func (p *printer) target(t advisor.TargetReport) {
 	}
 	if !p.details {
 		p.held = p.held || len(t.Gaps) > 0 || len(t.Skipped) > 0 || len(t.Suppressed) > 0 || len(t.Members) > 0 ||
-			len(t.Findings) > 0 || conditionsText(t.Conditions) != "" || len(pr.Bounded) > 0
-		p.summary(t)
+			len(t.Findings) > 0 || conditionsText(t.Conditions) != "" || len(vd.Bounded) > 0
+		p.summary(v)
 		return
 	}
 	if len(t.Gaps) > 0 {
 		p.section("Could not check")
-		gaps, engine := engineGaps(t)
-		if len(engine) > 0 {
-			p.wrap("  ", fmt.Sprintf("? %d check%s need the serving engine's metrics, which no source here gives (add --prom URL, or --target URL for its /metrics): %s",
-				len(engine), plural(len(engine)), strings.Join(engine, ", ")))
+		if line := v.Gaps.EngineLine(); line != "" {
+			p.wrap("  ", "? "+line)
 		}
-		for _, g := range gaps {
-			var miss []string
-			for _, m := range g.Details {
-				if m.Why == "missing" {
-					miss = append(miss, m.Path)
-				} else {
-					miss = append(miss, m.Path+" ("+m.Why+")")
-				}
-			}
-			p.wrap("  ", fmt.Sprintf("? %s: needs %s", g.Rule, strings.Join(miss, ", ")))
+		for _, g := range v.Gaps.Rest {
+			p.wrap("  ", fmt.Sprintf("? %s: needs %s", g.Rule, strings.Join(view.Needs(g), ", ")))
 			if g.Bounded != "" {
 				p.wrap("      ", p.st.dim.Render("could not have fired: "+g.Bounded))
 			}
@@ -520,9 +434,9 @@ func (p *printer) target(t advisor.TargetReport) {
 			}
 		}
 	}
-	for _, sk := range t.Skipped {
+	for _, sk := range v.Gaps.Skipped {
 		p.blank()
-		p.wrap("  ", p.st.dim.Render(fmt.Sprintf("%d %s rule%s skipped: no %s data (%s)", len(sk.Rules), sk.Source, plural(len(sk.Rules)), sk.Source, sk.How)))
+		p.wrap("  ", p.st.dim.Render(sk.Line+" ("+sk.How+")"))
 	}
 	if len(t.Suppressed) > 0 {
 		p.section("Suppressed")
@@ -541,55 +455,43 @@ func (p *printer) target(t advisor.TargetReport) {
 		}
 	}
 	p.blank()
-	p.fit(p.st.dim.Render(checksLine(t.Checks)))
+	p.fit(p.st.dim.Render(v.Checks))
 }
-
-// shortFindings is how many findings (not counting those another one
-// explains) the first screen shows.
-const shortFindings = 3
-
-// shortSteps is how many next steps, cheapest first, it shows.
-const shortSteps = 5
 
 // findings lists a target's findings, each with those it explains under
 // it; on the first screen the top few, without evidence lines.
-func (p *printer) findings(t advisor.TargetReport) {
-	var top []advisor.Finding
-	for _, f := range t.Findings {
-		if f.ExplainedBy == "" {
-			top = append(top, f)
-		}
-	}
-	if len(top) == 0 {
+func (p *printer) findings(v view.Target) {
+	if len(v.Findings) == 0 {
 		return
 	}
 	p.section("Findings")
-	shown := top
-	if !p.details && len(shown) > shortFindings {
-		shown = shown[:shortFindings]
+	shown := v.Findings
+	if !p.details {
+		shown = v.FirstFindings()
 	}
 	for _, f := range shown {
-		p.finding(f, "  ")
-		var explained []string
-		for _, g := range t.Findings {
-			if g.ExplainedBy != f.Rule {
-				continue
-			}
-			if p.details {
+		p.finding(f.Finding, "  ")
+		if p.details {
+			for _, g := range f.Explained {
 				p.wrap("    ", p.st.dim.Render("↳ explained by the finding above:"))
 				p.finding(g, "      ")
-			} else {
-				explained = append(explained, g.Rule)
 			}
+			continue
 		}
-		if len(explained) == 1 {
-			g := findingOf(t, explained[0])
+		switch len(f.Explained) {
+		case 0:
+		case 1:
+			g := f.Explained[0]
 			p.wrap("    ", p.st.dim.Render("↳ explains "+g.Rule+": "+g.Title))
-		} else if len(explained) > 1 {
-			p.wrap("    ", p.st.dim.Render(fmt.Sprintf("↳ explains %d findings: %s", len(explained), strings.Join(explained, ", "))))
+		default:
+			ids := make([]string, len(f.Explained))
+			for i, g := range f.Explained {
+				ids[i] = g.Rule
+			}
+			p.wrap("    ", p.st.dim.Render(fmt.Sprintf("↳ explains %d findings: %s", len(ids), strings.Join(ids, ", "))))
 		}
 	}
-	if rest := top[len(shown):]; len(rest) > 0 {
+	if rest := v.Findings[len(shown):]; len(rest) > 0 {
 		ids := make([]string, len(rest))
 		for i, f := range rest {
 			ids[i] = f.Rule
@@ -601,20 +503,14 @@ func (p *printer) findings(t advisor.TargetReport) {
 // summary is the first screen's last word on a target: one line for what
 // could not be checked, one for the replicas or engines behind it, then the
 // count of checks.
-func (p *printer) summary(t advisor.TargetReport) {
+func (p *printer) summary(v view.Target) {
+	t := v.Report
 	var parts []string
-	if n := len(t.Gaps); n > 0 {
-		gaps, engine := engineGaps(t)
-		s := fmt.Sprintf("%d check%s could not run", n, plural(n))
-		if len(engine) > 0 && len(gaps) > 0 {
-			s += fmt.Sprintf(" (%d for want of the engine's metrics)", len(engine))
-		} else if len(engine) > 0 {
-			s += " for want of the engine's metrics"
-		}
+	if s := v.Gaps.CouldNotRunLine(); s != "" {
 		parts = append(parts, s)
 	}
-	for _, sk := range t.Skipped {
-		parts = append(parts, fmt.Sprintf("%d %s rule%s skipped: no %s data", len(sk.Rules), sk.Source, plural(len(sk.Rules)), sk.Source))
+	for _, sk := range v.Gaps.Skipped {
+		parts = append(parts, sk.Line)
 	}
 	if len(parts) > 0 || len(t.Members) > 0 {
 		p.blank()
@@ -626,7 +522,7 @@ func (p *printer) summary(t advisor.TargetReport) {
 		p.wrap("  ", p.st.dim.Render(fmt.Sprintf("%d %s behind this target, each with its own numbers under --details", n, membersNoun(t.Members))))
 	}
 	p.blank()
-	p.fit(p.st.dim.Render(checksLine(t.Checks)))
+	p.fit(p.st.dim.Render(v.Checks))
 }
 
 // membersNoun names what a target's members are: the engines of one model,
@@ -642,47 +538,22 @@ func membersNoun(ms []advisor.Member) string {
 	return noun
 }
 
-func checksLine(c advisor.Checks) string {
-	bounded := ""
-	if c.Bounded > 0 {
-		bounded = fmt.Sprintf(" (%d bounded)", c.Bounded)
-	}
-	return fmt.Sprintf("checks: %d fired · %d quiet%s · %d could not run", c.Fired, c.Quiet, bounded, c.Insufficient)
-}
-
-func findingOf(t advisor.TargetReport, rule string) advisor.Finding {
-	for _, f := range t.Findings {
-		if f.Rule == rule {
-			return f
-		}
-	}
-	return advisor.Finding{Rule: rule}
-}
-
-func findingSeverity(t advisor.TargetReport, rule string) string {
-	for _, f := range t.Findings {
-		if f.Rule == rule {
-			return f.Severity
-		}
-	}
-	return ""
-}
-
 func (p *printer) sevMark(sev string) string {
+	mark, word := view.SeverityMark(sev)
 	switch sev {
-	case "critical":
-		return p.st.crit.Render("✗ CRITICAL")
-	case "warning":
-		return p.st.warn.Render("! WARNING")
+	case view.Critical:
+		return p.st.crit.Render(mark + " " + word)
+	case view.Warning:
+		return p.st.warn.Render(mark + " " + word)
 	}
-	return p.st.info.Render("i INFO")
+	return p.st.info.Render(mark + " " + word)
 }
 
 func (p *printer) finding(f advisor.Finding, indent string) {
 	p.wrap(indent, p.sevMark(f.Severity)+" "+f.Rule+": "+f.Title)
 	p.wrap(indent+"  ", f.Message)
 	if f.Impact != nil && f.ExplainedBy == "" {
-		p.wrap(indent+"  ", p.st.dim.Render(fmt.Sprintf("impact: %s of %s", units.WholePercent(*f.Impact), stageLatency(f.Stage))))
+		p.wrap(indent+"  ", p.st.dim.Render("impact: "+view.FindingOf(f).Impact))
 	}
 	if f.Capped != "" {
 		p.wrap(indent+"  ", p.st.dim.Render("not the verdict: "+f.Capped))
@@ -783,45 +654,6 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		}
 	}
 	p.wrap("  ", p.st.dim.Render(strings.Join(legend, " · ")))
-}
-
-// engineGaps splits a target's gaps when no engine metrics were read for
-// it (request files or a benchmark alone): the rules that need a number
-// only the engine gives are named on one line instead of one gap each with
-// the same advice. The rest, and every gap of a target with engine
-// metrics, are listed as they are.
-func engineGaps(t advisor.TargetReport) (rest []advisor.Gap, engine []string) {
-	if t.Target.ServedBy != "" {
-		return t.Gaps, nil
-	}
-	grouped := map[string]bool{}
-	for _, g := range t.Gaps {
-		if g.Bounded != "" {
-			continue // quiet by a bound: what it says stays in sight
-		}
-		for _, m := range g.Details {
-			if allEngine([]string{m.Path}) {
-				grouped[g.Rule] = true
-			}
-		}
-	}
-	for _, g := range t.Gaps {
-		// A judgement of the whole diagnosis waits on rules: grouped
-		// with them when they all are.
-		all := len(g.Details) > 0 && g.Bounded == ""
-		for _, m := range g.Details {
-			all = all && grouped[m.Path]
-		}
-		if all {
-			grouped[g.Rule] = true
-		}
-		if grouped[g.Rule] {
-			engine = append(engine, g.Rule)
-		} else {
-			rest = append(rest, g)
-		}
-	}
-	return rest, engine
 }
 
 // percentileRows are the latency distributions the percentile table shows:
@@ -1089,19 +921,6 @@ func fitReading(r2 float64) string {
 	return ""
 }
 
-// stageLatency names the latency a stage's share is of.
-func stageLatency(stage string) string {
-	switch stage {
-	case "queue", "prefill", "front":
-		return "mean TTFT (" + stage + ")"
-	case "decode":
-		return "mean end-to-end (decode)"
-	case "itl_tail":
-		return "the slowest gaps between tokens"
-	}
-	return "latency"
-}
-
 func conditionsText(c map[string]any) string {
 	var parts []string
 	get := func(path ...string) (float64, bool) {
@@ -1134,49 +953,9 @@ func conditionsText(c map[string]any) string {
 }
 
 // formatValue prints a value in its catalogue unit.
-func formatValue(path string, x float64) string {
-	f, ok := evidence.Lookup(path)
-	if !ok {
-		return units.Number(x)
-	}
-	switch f.Unit {
-	case "s":
-		return units.Duration(x)
-	case "ratio":
-		return units.WholePercent(x)
-	case "multiple":
-		return units.Number(x) + "×"
-	case "tokens":
-		return units.Tokens(x)
-	case "bytes/s":
-		return units.BytesPerSecond(x)
-	}
-	return units.Number(x)
-}
+func formatValue(path string, x float64) string { return view.Value(path, x) }
 
-func targetName(t evidence.Target) string {
-	parts := []string{}
-	if t.Model != "" {
-		parts = append(parts, "model "+t.Model)
-	}
-	if t.Instance != "" {
-		parts = append(parts, "instance "+t.Instance)
-	}
-	if t.Engine != "" {
-		parts = append(parts, "engine "+t.Engine)
-	}
-	// The other labels the target was grouped by (--group-by namespace):
-	// two targets of one model differ only there.
-	for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
-		if v := t.Labels[k]; v != t.Model && v != t.Instance && v != t.Engine {
-			parts = append(parts, k+"="+v)
-		}
-	}
-	if len(parts) == 0 {
-		return "all series"
-	}
-	return strings.Join(parts, ", ")
-}
+func targetName(t evidence.Target) string { return view.Name(t) }
 
 func memberName(t evidence.Target) string {
 	if t.Engine != "" {

@@ -25,8 +25,11 @@ var allowed = map[string][]string{
 	"evidence":          {"internal/units"},
 	"rules":             {"evidence", "internal/units", "internal/wrap"},
 	"advisor":           {"evidence", "rules", "internal/units"},
-	"report":            {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart"},
-	"compare":           {"advisor", "evidence"},
+	"report":            {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart", "view"},
+	// What a person reads of a diagnosis, a checklist and a comparison,
+	// decided once for every renderer.
+	"view":    {"advisor", "compare", "evidence", "internal/units"},
+	"compare": {"advisor", "evidence"},
 	// After the advisor: a simulator calibrated to a diagnosis, replayed
 	// through the same pipeline; it annotates the diagnosis's steps.
 	"whatif":    {"advisor", "diagnosis", "evidence", "rules", "sim", "internal/units"},
