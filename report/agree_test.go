@@ -25,7 +25,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 	"github.com/llmdoctor/llmdoctor/sim"
-	"github.com/llmdoctor/llmdoctor/whatif"
+	"github.com/llmdoctor/llmdoctor/simrun"
 )
 
 // said is what one format says of a target: the verdict's status
@@ -137,7 +137,7 @@ func TestFormatsAgree(t *testing.T) {
 			var d *advisor.Diagnosis
 			var cl *advisor.Checklist
 			if c.sc != nil {
-				d, err = whatif.Simulate(context.Background(), c.sc, whatif.Options{Rules: set})
+				d, err = simrun.Diagnose(context.Background(), c.sc, simrun.Options{Rules: set})
 			} else {
 				var in *diagnosis.Input
 				in, err = diagnosis.Read(context.Background(), c.src, nil)

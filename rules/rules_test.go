@@ -132,7 +132,7 @@ func TestDocsAreFresh(t *testing.T) {
 	for rel, want := range DocFiles(s, c) {
 		got, err := os.ReadFile(filepath.Join("..", "docs", "rules", rel))
 		if err != nil || string(got) != want {
-			t.Errorf("docs/rules/%s is stale or missing: run go run ./cmd/llmdoctor rules docs docs/rules", rel)
+			t.Errorf("docs/rules/%s is stale or missing: run go generate ./rules", rel)
 		}
 	}
 }

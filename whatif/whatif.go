@@ -13,18 +13,16 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/rules"
 	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/simrun"
 )
 
 // Schema names the JSON contract of a whatif result.
@@ -377,12 +375,11 @@ func FigureText(name string, x float64) string {
 const (
 	replayWindow = 15 * time.Minute
 	replayWarmup = 2 * time.Minute
-	scrapes      = 30
 )
 
 // measure simulates sc and returns the evidence of its target.
 func measure(ctx context.Context, sc *sim.Scenario, o Options) (map[string]any, error) {
-	d, err := Simulate(ctx, sc, o)
+	d, err := simulate(ctx, sc, o)
 	if err != nil {
 		return nil, err
 	}
@@ -392,38 +389,11 @@ func measure(ctx context.Context, sc *sim.Scenario, o Options) (map[string]any, 
 	return d.Targets[0].Evidence, nil
 }
 
-// Simulate runs sc after its warm-up and diagnoses the window as a server's
-// would be: its /metrics, scraped in process, through the scrape collector
-// and the rules.
-func Simulate(ctx context.Context, sc *sim.Scenario, o Options) (*advisor.Diagnosis, error) {
-	e, err := sim.New(sc, false)
-	if err != nil {
-		return nil, err
-	}
-	e.AdvanceTo(sc.Warmup.Seconds())
-	srv := sim.NewServer(e, sc.Duration/scrapes, 0)
-	src := &diagnosis.ScrapeSource{Engines: []string{"http://simulator/metrics"}, Interval: time.Millisecond,
-		Scrapes: scrapes, Sequential: true, Client: &http.Client{Transport: handlerTransport{srv.Handler()}}}
-	if sc.Engine.Cost == nil {
-		// A modelled GPU's DCGM metrics, as a deployment would have them; a
-		// fitted cost has no GPU to show.
-		src.GPUExporters = []string{"http://simulator/dcgm/metrics"}
-	}
-	in, err := diagnosis.Read(ctx, diagnosis.Sources{Scrape: src}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return in.Diagnose(o.Rules, o.Config), nil
-}
-
-// handlerTransport answers requests from a handler in process: the replays
-// need no socket.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	w := httptest.NewRecorder()
-	t.h.ServeHTTP(w, r)
-	return w.Result(), nil
+// simulate diagnoses sc's window as a server's would be (package simrun):
+// its /metrics, scraped in process, through the scrape collector and the
+// rules.
+func simulate(ctx context.Context, sc *sim.Scenario, o Options) (*advisor.Diagnosis, error) {
+	return simrun.Diagnose(ctx, sc, simrun.Options{Rules: o.Rules, Config: o.Config})
 }
 
 func fixedFrom(f fitted) string {

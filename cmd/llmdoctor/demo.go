@@ -13,14 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/simrun"
 )
-
-// demoScrapes is how many scrapes after the first cover the scenario's window.
-const demoScrapes = 30
 
 func newDemo() *cobra.Command {
 	var (
@@ -28,7 +25,6 @@ func newDemo() *cobra.Command {
 		rulesDirs            []string
 		out                  outputFlags
 		list                 bool
-		table, accuracy      string
 		engineName           string
 		wf                   whatifFlags
 	)
@@ -49,12 +45,6 @@ func newDemo() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if list {
 				return listScenarios(cmd.OutOrStdout())
-			}
-			if table != "" {
-				return writeScenarioTable(table)
-			}
-			if accuracy != "" {
-				return writeAccuracyReport(accuracy)
 			}
 			outs, err := out.parse(report.DiagnosisDoc)
 			if err != nil {
@@ -100,30 +90,10 @@ func newDemo() *cobra.Command {
 	f.StringVar(&scenario, "scenario", "queue-bound", "scenario name (see --list) or a scenario .yaml file (- for stdin)")
 	f.StringVar(&engineName, "engine", "vllm", "whose metric names the simulator serves: "+strings.Join(sim.Exposures, " or "))
 	f.BoolVar(&list, "list", false, "list the built-in scenarios")
-	f.StringVar(&table, "table", "", "diagnose every scenario and write the scenario → verdict table to this file")
-	f.MarkHidden("table")
-	f.StringVar(&accuracy, "accuracy", "", "diagnose the random accuracy set against simulator ground truth and write the report to this file")
-	f.MarkHidden("accuracy")
 	out.add(f, report.DiagnosisDoc)
 	addRuleFlags(f, &configPath, &rulesDirs)
 	wf.add(f, true)
 	return c
-}
-
-func writeScenarioTable(path string) error {
-	set, cfg, err := loadRules("-", nil)
-	if err != nil {
-		return err
-	}
-	rs, err := RunScenarios(set, cfg, "vllm")
-	if err != nil {
-		return &exitError{2, err.Error()}
-	}
-	logs, err := RunScenarioLogs(set, cfg)
-	if err != nil {
-		return &exitError{2, err.Error()}
-	}
-	return os.WriteFile(path, []byte(ScenarioTable(rs)+LogTable(rs, logs)), 0o644)
 }
 
 func listScenarios(w io.Writer) error {
@@ -138,53 +108,9 @@ func listScenarios(w io.Writer) error {
 }
 
 // runDemo serves the scenario on a loopback port and diagnoses it over HTTP,
-// through the same reading and evidence building as diagnose --vllm.
+// through the same reading and evidence building as diagnose --target.
 func runDemo(ctx context.Context, sc *sim.Scenario, set *rules.Set, cfg *rules.Config) (*advisor.Diagnosis, error) {
-	e, err := sim.New(sc, false)
-	if err != nil {
-		return nil, err
-	}
-	e.AdvanceTo(sc.Warmup.Seconds())
-	srv := sim.NewServer(e, sc.Duration/demoScrapes, 0)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("cannot listen on loopback: %v", err)
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go hs.Serve(ln)
-	defer hs.Close()
-	base := "http://" + ln.Addr().String()
-	// In order: the vLLM scrape moves the clock, the GPU scrape then reads the
-	// step that just ran, so every run reads the same numbers.
-	in, err := diagnosis.Read(ctx, diagnosis.Sources{Scrape: &diagnosis.ScrapeSource{
-		Engines: []string{base + "/metrics"}, GPUExporters: []string{base + "/dcgm/metrics"},
-		Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true,
-		Client: &http.Client{Timeout: 10 * time.Second}}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	// The scenario harnesses want a verdict of "unknown" over an error, so
-	// an input without a target is diagnosed as it is.
-	d := in.Diagnose(set, cfg)
-	d.Notes = append([]string{fmt.Sprintf("simulated scenario %s: %s", sc.Name, oneLineText(sc.Description))}, d.Notes...)
-	return d, nil
-}
-
-func oneLineText(s string) string {
-	out := []rune{}
-	space := false
-	for _, r := range s {
-		if r == '\n' || r == ' ' || r == '\t' {
-			space = true
-			continue
-		}
-		if space && len(out) > 0 {
-			out = append(out, ' ')
-		}
-		space = false
-		out = append(out, r)
-	}
-	return string(out)
+	return simrun.Diagnose(ctx, sc, simrun.Options{Rules: set, Config: cfg, Loopback: true})
 }
 
 func newSim() *cobra.Command {

@@ -23,6 +23,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/simrun/accuracy"
 )
 
 // Every example in README.md and docs/ runs: the usage lines, the commands
@@ -516,21 +517,6 @@ func TestReadmeProseExamplesRun(t *testing.T) {
 			t.Errorf("the README's scenario count %v; there are %d (%v)", s, len(all), err)
 		}
 	})
-	t.Run("rule docs command", func(t *testing.T) {
-		if !strings.Contains(readme, "`go run ./cmd/llmdoctor rules docs docs/rules`") {
-			t.Fatal("the rule docs command changed: update this test")
-		}
-		dir := t.TempDir()
-		runs(t, ran, "rules", "docs", dir)
-		want, _ := filepath.Glob(filepath.Join("..", "..", "docs", "rules", "*", "*.md"))
-		for _, p := range want {
-			rel, _ := filepath.Rel(filepath.Join("..", "..", "docs", "rules"), p)
-			got, err := os.ReadFile(filepath.Join(dir, rel))
-			if b, _ := os.ReadFile(p); err != nil || string(got) != string(b) {
-				t.Errorf("rules docs does not write docs/rules/%s as it is", rel)
-			}
-		}
-	})
 }
 
 // The per-request example of docs/requests.md reads as JSONL, and as CSV
@@ -587,24 +573,22 @@ func TestRequestsDocExampleReads(t *testing.T) {
 // a file, then run the demo on it.
 func TestAccuracyDocReproductionRuns(t *testing.T) {
 	doc := readDoc(t, filepath.Join("docs", "accuracy.md"))
-	m := regexp.MustCompile(`-run TestAccuracyScenarioYAML -args -accuracy\.scenario (\d+) -accuracy\.out (\S+)\ngo run \./cmd/llmdoctor demo --scenario (\S+)\n`).FindStringSubmatch(doc)
+	m := regexp.MustCompile("```\ngo run \\./simrun/accuracy/gen -draw (\\d+) -o (\\S+)\ngo run \\./cmd/llmdoctor demo --scenario (\\S+)\n").FindStringSubmatch(doc)
 	if m == nil || m[2] != m[3] {
 		t.Fatalf("docs/accuracy.md's reproduction changed or writes one file and runs another: %q", m)
 	}
 	i, _ := strconv.Atoi(m[1])
-	sc, _, err := accuracyScenario(accuracySeed, i)
+	sc, _, err := accuracy.Scenario(accuracy.Seed, i)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := strings.TrimSuffix(filepath.Base(m[2]), ".yaml"); sc.Name != want {
 		t.Errorf("scenario %d is named %s, the doc's file %s", i, sc.Name, m[2])
 	}
-	data, err := sc.YAML()
-	if err != nil {
+	p := filepath.Join(t.TempDir(), filepath.Base(m[2]))
+	if _, err := accuracy.WriteScenario(i, p); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), filepath.Base(m[2]))
-	os.WriteFile(p, data, 0o644)
 	if out := runs(t, ran, "demo", "--scenario", p, "--color", "never"); !strings.Contains(out, "simulated scenario "+sc.Name) {
 		t.Errorf("demo on %s:\n%.300s", p, out)
 	}

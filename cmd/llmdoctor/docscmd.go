@@ -7,12 +7,12 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-// newDocs writes llmdoctor's own documentation; the rules' pages are
-// rules docs'.
+// newDocs writes llmdoctor's own documentation; the rules' pages
+// (docs/rules) are go generate's.
 func newDocs() *cobra.Command {
 	c := &cobra.Command{Use: "docs", Short: "Write llmdoctor's manual pages",
 		Long: "Write the documentation of the commands themselves, from the same text as --help.\n" +
-			"The rules' pages come from llmdoctor rules docs." + exitStatus(exitRan, exitBadUsage),
+			"The rules' pages are docs/rules in the source tree." + exitStatus(exitRan, exitBadUsage),
 		Example: "  llmdoctor docs man /usr/local/share/man/man1",
 	}
 	man := &cobra.Command{Use: "man DIR", Short: "Write one man page per command into DIR (section 1)", Args: exactArgs(1),

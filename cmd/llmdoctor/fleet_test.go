@@ -12,6 +12,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/simrun"
 )
 
 // serveScenario starts a step-mode simulator on a loopback port; change,
@@ -30,7 +31,7 @@ func serveScenario(t *testing.T, name string, seed int64, change ...func(*sim.Sc
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: simHandler(t, sc, sc.Duration/demoScrapes, 0)}
+	hs := &http.Server{Handler: simHandler(t, sc, sc.Duration/simrun.Scrapes, 0)}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	return "http://" + ln.Addr().String() + "/metrics"
@@ -54,7 +55,7 @@ func fleetDiagnosis(t *testing.T) (*advisor.Diagnosis, []string) {
 	t.Helper()
 	urls := []string{serveScenario(t, "healthy", 1), serveScenario(t, "healthy", 2),
 		serveScenario(t, "queue-bound", 3), serveScenario(t, "healthy", 4)}
-	s := &scrape.Scraper{URLs: urls, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true}
+	s := &scrape.Scraper{URLs: urls, Interval: 2 * time.Millisecond, Scrapes: simrun.Scrapes, Sequential: true}
 	w, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestFleetOutlierNamesTheInstance(t *testing.T) {
 func TestOverloadShowsRisingTail(t *testing.T) {
 	t.Parallel()
 	url := serveScenario(t, "queue-bound", 1, func(sc *sim.Scenario) { sc.Workload.Rate = 16 })
-	s := &scrape.Scraper{URLs: []string{url}, Interval: 2 * time.Millisecond, Scrapes: demoScrapes, Sequential: true}
+	s := &scrape.Scraper{URLs: []string{url}, Interval: 2 * time.Millisecond, Scrapes: simrun.Scrapes, Sequential: true}
 	w, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/internal/testkit/browsertest"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/simrun/accuracy"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/report.png, the README's picture of the demo report")
@@ -69,14 +70,15 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	}
 	var cases []pageCase
 	for _, engine := range []string{"vllm", "sglang"} {
-		rs, err := RunScenarios(set, cfg, engine)
+		var names []string
+		if engine == "sglang" {
+			names = []string{"queue-bound", "decode-bound"}
+		}
+		rs, err := accuracy.RunScenarios(set, cfg, engine, names...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rs {
-			if engine == "sglang" && r.Scenario.Name != "queue-bound" && r.Scenario.Name != "decode-bound" {
-				continue
-			}
 			// The simulator exports GPU metrics: every time series is there.
 			cases = append(cases, pageCase{name: engine + "-" + r.Scenario.Name, page: renderHTML(t, r.Diagnosis), d: r.Diagnosis,
 				charts: []string{"target-1-latency", "target-1-ttft", "target-1-queue", "target-1-kv", "target-1-gpu"}})

@@ -267,23 +267,7 @@ func newRulesCmd() *cobra.Command {
 		}}
 	test.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the cases that pass")
 
-	docs := &cobra.Command{Use: "docs DIR", Short: "Write the rule catalogue and one page per rule into DIR", Args: exactArgs(1),
-		Long: "Write README.md, the catalogue, and one Markdown page per built-in rule and\n" +
-			"checklist item into DIR, as docs/rules holds them." + exitStatus(exitRan, exitBadUsage),
-		Example: "  llmdoctor rules docs docs/rules",
-		Hidden:  true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			set, _, err := loadRules("-", nil)
-			if err != nil {
-				return err
-			}
-			c, err := rules.ChecklistItems()
-			if err != nil {
-				return err
-			}
-			return rules.WriteDocs(set, c, args[0])
-		}}
-	c.AddCommand(list, show, lint, test, docs)
+	c.AddCommand(list, show, lint, test)
 	return c
 }
 

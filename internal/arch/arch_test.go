@@ -24,15 +24,18 @@ var allowed = map[string][]string{
 	"collectors/window": {"internal/"},
 	"evidence":          {"internal/units"},
 	"rules":             {"evidence", "internal/units", "internal/wrap"},
-	"advisor":           {"evidence", "rules", "internal/units"},
-	"report":            {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart", "view"},
+	// Writes docs/rules (go generate ./rules) with the engines the binary
+	// registers.
+	"rules/gendocs": {"rules", "collectors/sglang", "collectors/vllm"},
+	"advisor":       {"evidence", "rules", "internal/units"},
+	"report":        {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart", "view"},
 	// What a person reads of a diagnosis, a checklist and a comparison,
 	// decided once for every renderer.
 	"view":    {"advisor", "compare", "evidence", "internal/units"},
 	"compare": {"advisor", "evidence"},
 	// After the advisor: a simulator calibrated to a diagnosis, replayed
 	// through the same pipeline; it annotates the diagnosis's steps.
-	"whatif":    {"advisor", "diagnosis", "evidence", "rules", "sim", "internal/units"},
+	"whatif":    {"advisor", "evidence", "rules", "sim", "simrun", "internal/units"},
 	"diagnosis": {"collectors/", "evidence", "rules", "advisor", "internal/"},
 	// The seam: transports and the builder know kinds, never an engine.
 	"collectors/engine": {"collectors/window", "evidence"},
@@ -46,7 +49,13 @@ var allowed = map[string][]string{
 	"collectors/logs":     {"collectors/engine", "collectors/vllm", "collectors/sglang", "collectors/window"},
 	"collectors/requests": {"evidence"},
 	// The built-in serving simulator: scenarios in, exposition out.
-	"sim":                       {},
+	"sim": {},
+	// A scenario diagnosed through the real pipeline: the one harness of
+	// the demo, the accuracy evaluation and whatif's replays.
+	"simrun": {"advisor", "diagnosis", "rules", "sim"},
+	// The evaluation against ground truth (the simulator's, an independent
+	// simulator's, real cases') and the pages it generates.
+	"simrun/accuracy":           {"advisor", "diagnosis", "evidence", "rules", "sim", "simrun"},
 	"internal/testkit/promtest": {"internal/testkit"},
 	"internal/testkit":          {},
 	// Simulated windows as Prometheus data, for tests.

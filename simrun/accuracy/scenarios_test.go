@@ -1,28 +1,51 @@
-package main
+package accuracy
 
 import (
-	"context"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
-	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
+	"github.com/llmdoctor/llmdoctor/rules"
 )
 
-// Every scenario, diagnosed end to end over HTTP, gets its expected verdict;
-// the healthy one has no critical finding; docs/scenarios.md is current.
+var scenariosPage = filepath.Join("..", "..", "docs", "scenarios.md")
+
+// vllmRun is the built-in scenarios diagnosed on vLLM's names, run once for
+// the tests that read them.
+var vllmRun struct {
+	once sync.Once
+	rs   []ScenarioResult
+	err  error
+}
+
+func vllmScenarios(t *testing.T) []ScenarioResult {
+	t.Helper()
+	vllmRun.once.Do(func() {
+		set, err := rules.Load()
+		if err != nil {
+			vllmRun.err = err
+			return
+		}
+		vllmRun.rs, vllmRun.err = RunScenarios(set, &rules.Config{}, "vllm")
+	})
+	if vllmRun.err != nil {
+		t.Fatal(vllmRun.err)
+	}
+	return vllmRun.rs
+}
+
+// Every scenario, diagnosed end to end, gets its expected verdict; the
+// healthy one has no critical finding; from its logs alone it gets that
+// verdict or one it cannot see; docs/scenarios.md is current (-update
+// rewrites it).
 func TestScenarioSuite(t *testing.T) {
 	t.Parallel()
-	set, cfg, err := loadRules("-", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := RunScenarios(set, cfg, "vllm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, cfg := builtinRules(t)
+	rs := vllmScenarios(t)
 	if len(rs) != 10 {
 		t.Fatalf("%d scenarios", len(rs))
 	}
@@ -43,7 +66,7 @@ func TestScenarioSuite(t *testing.T) {
 			}
 		}
 		for _, g := range tg.Gaps {
-			if !contains(r.Scenario.Gaps, g.Rule) && !v0Only(g.Missing) {
+			if !slices.Contains(r.Scenario.Gaps, g.Rule) && !v0Only(g.Missing) {
 				t.Errorf("%s: the simulator exports everything, yet %s lacked %v", r.Scenario.Name, g.Rule, g.Missing)
 			}
 		}
@@ -64,17 +87,13 @@ func TestScenarioSuite(t *testing.T) {
 			case l.VLLMErr != "" || l.SGErr != "":
 				t.Errorf("%s: its log was refused: %s%s", l.Scenario, l.VLLMErr, l.SGErr)
 			case p.Status == "inconclusive", p.Bottleneck == want:
-			case p.Status == "tentative" && p.Bottleneck == "none" && contains(unseen, want):
+			case p.Status == "tentative" && p.Bottleneck == "none" && slices.Contains(unseen, want):
 			default:
 				t.Errorf("%s: its log gives %s %s, its metrics %s", l.Scenario, p.Status, p.Bottleneck, want)
 			}
 		}
 	}
-	want := ScenarioTable(rs) + LogTable(rs, logs)
-	got, _ := os.ReadFile(filepath.Join("..", "..", "docs", "scenarios.md"))
-	if string(got) != want {
-		t.Error("docs/scenarios.md is stale: run go run ./cmd/llmdoctor demo --table docs/scenarios.md")
-	}
+	fresh(t, scenariosPage, ScenarioTable(rs)+LogTable(rs, logs))
 }
 
 // v0Only reports whether every field a gap names is one only vLLM's V0
@@ -98,22 +117,27 @@ var sglangLacks = []string{"stage.tpot", "cond.max_tokens", "service.length_shar
 
 // The scenario suite served with SGLang's names gives the verdicts it gives
 // with vLLM's: the rules are engine-neutral and the seam maps both. Gaps are
-// only where SGLang has no such metric, and say so in SGLang's terms.
+// only where SGLang has no such metric, and say so in SGLang's terms. The
+// quick tier serves three scenarios so, the heavy tier all.
 func TestScenarioSuiteOnSGLangNames(t *testing.T) {
 	t.Parallel()
-	set, cfg, err := loadRules("-", nil)
+	set, cfg := builtinRules(t)
+	vl := map[string]ScenarioResult{}
+	for _, r := range vllmScenarios(t) {
+		vl[r.Scenario.Name] = r
+	}
+	var names []string
+	if !testkit.Heavy() {
+		names = []string{"queue-bound", "kv-capacity", "decode-bound"}
+	}
+	sg, err := RunScenarios(set, cfg, "sglang", names...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vl, err := RunScenarios(set, cfg, "vllm")
-	if err != nil {
-		t.Fatal(err)
+	if len(sg) == 0 || len(names) > 0 && len(sg) != len(names) {
+		t.Fatalf("%d scenarios served with SGLang's names, want %v", len(sg), names)
 	}
-	sg, err := RunScenarios(set, cfg, "sglang")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range sg {
+	for _, r := range sg {
 		name := r.Scenario.Name
 		if len(r.Diagnosis.Targets) != 1 {
 			t.Fatalf("%s: %d targets on SGLang names", name, len(r.Diagnosis.Targets))
@@ -122,7 +146,7 @@ func TestScenarioSuiteOnSGLangNames(t *testing.T) {
 		if tg.Target.ServedBy != "sglang" {
 			t.Errorf("%s: served by %q", name, tg.Target.ServedBy)
 		}
-		a, b := vl[i].Primary(), r.Primary()
+		a, b := vl[name].Primary(), r.Primary()
 		if a.Bottleneck != b.Bottleneck || a.Status != b.Status || a.Rule != b.Rule {
 			t.Errorf("%s: SGLang names give %s/%s (%s), vLLM names %s/%s (%s)", name, b.Bottleneck, b.Status, b.Rule, a.Bottleneck, a.Status, a.Rule)
 		}
@@ -133,7 +157,7 @@ func TestScenarioSuiteOnSGLangNames(t *testing.T) {
 					lacks = lacks || m == x || strings.HasPrefix(m, x+".")
 				}
 			}
-			if !lacks && !contains(r.Scenario.Gaps, g.Rule) && !v0Only(g.Missing) {
+			if !lacks && !slices.Contains(r.Scenario.Gaps, g.Rule) && !v0Only(g.Missing) {
 				t.Errorf("%s: %s lacked %v on SGLang names, which SGLang exports", name, g.Rule, g.Missing)
 			}
 			if strings.Contains(g.How, "vLLM") || strings.Contains(g.How, "vllm:") {
@@ -146,20 +170,6 @@ func TestScenarioSuiteOnSGLangNames(t *testing.T) {
 					t.Errorf("%s: %s names a vLLM flag to an SGLang user: %q", name, f.Rule, st.Do)
 				}
 			}
-		}
-	}
-}
-
-// The demo end to end: simulator warm-up, 31 scrapes over HTTP, diagnosis.
-func BenchmarkDemo(b *testing.B) {
-	set, cfg, err := loadRules("-", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sc, _ := sim.Load("queue-bound")
-	for i := 0; i < b.N; i++ {
-		if _, err := runDemo(context.Background(), sc, set, cfg); err != nil {
-			b.Fatal(err)
 		}
 	}
 }

@@ -1,8 +1,7 @@
-package main
+package accuracy
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,10 +12,7 @@ import (
 // docs/accuracy.md's table is what they give now.
 func TestRealCases(t *testing.T) {
 	t.Parallel()
-	set, cfg, err := loadRules("-", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, cfg := builtinRules(t)
 	cases, err := TreeRealCases()
 	if err != nil {
 		t.Fatal(err)
@@ -52,32 +48,8 @@ func TestRealCases(t *testing.T) {
 	if share := float64(right) / float64(len(rs)); share < 0.85 {
 		t.Errorf("%d of %d real cases right (%.0f%%), want at least 85%%", right, len(rs), 100*share)
 	}
-	doc, _ := os.ReadFile(filepath.Join("..", "..", "docs", "accuracy.md"))
+	doc, _ := os.ReadFile(accuracyPage)
 	if !strings.HasSuffix(string(doc), RealCasesSection(rs)) {
-		t.Error("docs/accuracy.md's real cases are stale: run go run ./cmd/llmdoctor demo --accuracy docs/accuracy.md")
-	}
-}
-
-// A tentative verdict is named as such in every format a diagnosis is
-// written in, with what it rests on: SGLang's documented /metrics example,
-// thousands queued with the KV cache at 28%, is a tentative queueing.
-func TestTentativeInEveryFormat(t *testing.T) {
-	t.Parallel()
-	snap := filepath.Join("..", "..", "collectors", "scrape", "testdata", "public", "sglang-v0.3-llama-3.1-8b-docs.prom")
-	for format, want := range map[string][]string{
-		"text":  {"TENTATIVE VERDICT queueing", "Tentative: rests on one reading"},
-		"json":  {`"status": "tentative"`, `"bottleneck": "queueing"`, `"readings": 1`, `"confirm": "a window`, `"tentative": true`},
-		"html":  {"Tentative verdict: queueing", "critical, tentative", "Tentative: rests on one reading"},
-		"slack": {"CRITICAL (tentative): queueing", "Tentative: rests on one reading"},
-	} {
-		code, out, errOut := runCLI(t, "diagnose", "--snapshot", snap, "--format", format)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", format, code, errOut)
-		}
-		for _, w := range want {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s output lacks %q", format, w)
-			}
-		}
+		t.Error("docs/accuracy.md's real cases are stale: run go generate ./simrun/accuracy")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package accuracy
 
 import (
 	"context"
@@ -13,23 +13,26 @@ import (
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/rules"
 	"github.com/llmdoctor/llmdoctor/sim"
+	"github.com/llmdoctor/llmdoctor/simrun"
 )
 
-// The accuracy set: scenarios drawn from one seed, each diagnosed through the
-// demo path and compared with the simulator's ground truth.
+// The accuracy set: scenarios drawn from one seed, each diagnosed through
+// simrun and compared with the simulator's ground truth.
 const (
-	accuracySeed  = 1
-	accuracyCount = 240
-	// heldOutSeed draws a second set whose misses are not looked at while
+	// Seed draws the set the rules are tuned on.
+	Seed = 1
+	// Count is how many scenarios each set draws.
+	Count = 240
+	// HeldOutSeed draws a second set whose misses are not looked at while
 	// tuning rules, so its accuracy says how well the tuning generalises.
-	heldOutSeed = 2
+	HeldOutSeed = 2
 	// accuracyMinFinished redraws a scenario whose window finishes fewer
 	// requests: too few to say where their time went.
 	accuracyMinFinished = 50
 )
 
-// AccuracyCase is one random scenario, its ground truth and its diagnosis.
-type AccuracyCase struct {
+// Case is one random scenario, its ground truth and its diagnosis.
+type Case struct {
 	Index    int
 	Scenario *sim.Scenario
 	Truth    sim.GroundTruth
@@ -42,17 +45,17 @@ type AccuracyCase struct {
 }
 
 // OK reports whether the verdict agrees with the ground truth.
-func (c AccuracyCase) OK() bool { return c.Label.Accepts(c.Primary.Bottleneck) }
+func (c Case) OK() bool { return c.Label.Accepts(c.Primary.Bottleneck) }
 
-// accuracyScenario draws scenario i of a seed; it depends on nothing else, so
-// one case can be reproduced alone.
-func accuracyScenario(seed int64, i int) (*sim.Scenario, sim.GroundTruth, error) {
+// Scenario draws scenario i of a seed with its ground truth; it depends on
+// nothing else, so one case can be reproduced alone.
+func Scenario(seed int64, i int) (*sim.Scenario, sim.GroundTruth, error) {
 	r := rand.New(rand.NewSource(seed*100003 + int64(i)))
 	for {
 		sc := sim.RandomScenario(r, i)
-		gt, err := sim.WindowTruth(sc, demoScrapes)
+		gt, err := sim.WindowTruth(sc, simrun.Scrapes)
 		if err != nil {
-			return nil, gt, fmt.Errorf("%s: %v", sc.Name, err)
+			return nil, gt, fmt.Errorf("%s: %w", sc.Name, err)
 		}
 		if gt.Finished >= accuracyMinFinished {
 			return sc, gt, nil
@@ -60,24 +63,52 @@ func accuracyScenario(seed int64, i int) (*sim.Scenario, sim.GroundTruth, error)
 	}
 }
 
-// RunAccuracy draws n scenarios from seed and diagnoses each through runDemo,
-// on two goroutines.
-func RunAccuracy(set *rules.Set, cfg *rules.Config, seed int64, n int, exposes string) ([]AccuracyCase, error) {
-	out := make([]AccuracyCase, n)
-	errs := make([]error, n)
+// WriteScenario writes scenario i of the tuning set as a scenario file for
+// llmdoctor demo --scenario, and returns its ground truth in words.
+func WriteScenario(i int, path string) (string, error) {
+	sc, gt, err := Scenario(Seed, i)
+	if err != nil {
+		return "", err
+	}
+	data, err := sc.YAML()
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return "", err
+	}
+	l := gt.Label()
+	return fmt.Sprintf("ground truth %s %v (%s)", l.Cause, l.Also, l.Why), nil
+}
+
+// Run draws n scenarios from seed, serves each with the given engine's
+// metric names and diagnoses it through simrun, on two goroutines.
+func Run(set *rules.Set, cfg *rules.Config, seed int64, n int, exposes string) ([]Case, error) {
+	indexes := make([]int, n)
+	for i := range indexes {
+		indexes[i] = i
+	}
+	return RunIndexes(set, cfg, seed, indexes, exposes)
+}
+
+// RunIndexes is Run on the given scenarios of the seed's draw only: a
+// sample that gives each case the verdict the whole run gives it.
+func RunIndexes(set *rules.Set, cfg *rules.Config, seed int64, indexes []int, exposes string) ([]Case, error) {
+	out := make([]Case, len(indexes))
+	errs := make([]error, len(indexes))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				out[i], errs[i] = runAccuracyCase(set, cfg, seed, i, exposes)
+			for k := range next {
+				out[k], errs[k] = runCase(set, cfg, seed, indexes[k], exposes)
 			}
 		}()
 	}
-	for i := 0; i < n; i++ {
-		next <- i
+	for k := range indexes {
+		next <- k
 	}
 	close(next)
 	wg.Wait()
@@ -89,17 +120,17 @@ func RunAccuracy(set *rules.Set, cfg *rules.Config, seed int64, n int, exposes s
 	return out, nil
 }
 
-func runAccuracyCase(set *rules.Set, cfg *rules.Config, seed int64, i int, exposes string) (AccuracyCase, error) {
-	sc, gt, err := accuracyScenario(seed, i)
+func runCase(set *rules.Set, cfg *rules.Config, seed int64, i int, exposes string) (Case, error) {
+	sc, gt, err := Scenario(seed, i)
 	if err != nil {
-		return AccuracyCase{}, err
+		return Case{}, err
 	}
 	sc.Exposes = exposes
-	d, err := runDemo(context.Background(), sc, set, cfg)
+	d, err := simrun.Diagnose(context.Background(), sc, simrun.Options{Rules: set, Config: cfg})
 	if err != nil {
-		return AccuracyCase{}, fmt.Errorf("%s: %v", sc.Name, err)
+		return Case{}, fmt.Errorf("%s: %w", sc.Name, err)
 	}
-	c := AccuracyCase{Index: i, Scenario: sc, Truth: gt, Label: gt.Label(), Primary: advisor.Primary{Bottleneck: "unknown"}}
+	c := Case{Index: i, Scenario: sc, Truth: gt, Label: gt.Label(), Primary: advisor.Primary{Bottleneck: "unknown"}}
 	if len(d.Targets) > 0 {
 		t := d.Targets[0]
 		c.Primary = t.Primary
@@ -113,37 +144,41 @@ func runAccuracyCase(set *rules.Set, cfg *rules.Config, seed int64, i int, expos
 	return c, nil
 }
 
-func writeAccuracyReport(path string) error {
-	set, cfg, err := loadRules("-", nil)
+// Page diagnoses the tuning set, the held-out set on vLLM's and SGLang's
+// names, the independent simulator's windows and the real cases, and
+// renders docs/accuracy.md.
+func Page(set *rules.Set, cfg *rules.Config) (string, error) {
+	cs, err := Run(set, cfg, Seed, Count, "vllm")
 	if err != nil {
-		return err
+		return "", err
 	}
-	cs, err := RunAccuracy(set, cfg, accuracySeed, accuracyCount, "vllm")
+	held, err := Run(set, cfg, HeldOutSeed, Count, "vllm")
 	if err != nil {
-		return &exitError{2, err.Error()}
+		return "", err
 	}
-	held, err := RunAccuracy(set, cfg, heldOutSeed, accuracyCount, "vllm")
+	sg, err := Run(set, cfg, HeldOutSeed, Count, "sglang")
 	if err != nil {
-		return &exitError{2, err.Error()}
+		return "", err
 	}
-	sg, err := RunAccuracy(set, cfg, heldOutSeed, accuracyCount, "sglang")
-	if err != nil {
-		return &exitError{2, err.Error()}
-	}
+	return page(set, cfg, cs, held, sg)
+}
+
+// page renders docs/accuracy.md from the random sets already run.
+func page(set *rules.Set, cfg *rules.Config, cs, held, sg []Case) (string, error) {
 	builtin, err := builtinTruths()
 	if err != nil {
-		return &exitError{2, err.Error()}
+		return "", err
 	}
-	cases, err := TreeRealCases()
+	real, err := TreeRealCases()
 	if err != nil {
-		return &exitError{2, err.Error()}
+		return "", err
 	}
-	real := RunRealCases(set, cfg, cases)
 	peers, err := TreePeerCases()
 	if err != nil {
-		return &exitError{2, err.Error()}
+		return "", err
 	}
-	return os.WriteFile(path, []byte(AccuracyReport(cs, held, sg, builtin)+"\n"+PeerSection(RunPeerCases(set, cfg, peers))+"\n"+RealCasesSection(real)), 0o644)
+	return Report(cs, held, sg, builtin) + "\n" + PeerSection(RunPeerCases(set, cfg, peers)) + "\n" +
+		RealCasesSection(RunRealCases(set, cfg, real)), nil
 }
 
 // BuiltinTruth is a built-in scenario's ground truth beside what it expects.
@@ -159,9 +194,9 @@ func builtinTruths() ([]BuiltinTruth, error) {
 	}
 	var out []BuiltinTruth
 	for _, sc := range all {
-		gt, err := sim.WindowTruth(sc, demoScrapes)
+		gt, err := sim.WindowTruth(sc, simrun.Scrapes)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", sc.Name, err)
+			return nil, fmt.Errorf("%s: %w", sc.Name, err)
 		}
 		out = append(out, BuiltinTruth{sc, gt.Label()})
 	}
@@ -189,7 +224,7 @@ func orderLabels(seen map[string]bool) []string {
 }
 
 // accuracyOf is the share of cases whose verdict agrees with the ground truth.
-func accuracyOf(cs []AccuracyCase) float64 {
+func accuracyOf(cs []Case) float64 {
 	if len(cs) == 0 {
 		return 0
 	}
@@ -204,7 +239,7 @@ func accuracyOf(cs []AccuracyCase) float64 {
 
 // criticalOnHealthy counts the cases whose ground truth is clearly none (not
 // borderline), and those of them with a critical finding.
-func criticalOnHealthy(cs []AccuracyCase) (healthy, flagged int) {
+func criticalOnHealthy(cs []Case) (healthy, flagged int) {
 	for _, c := range cs {
 		if c.Label.Cause == "none" && !c.Label.Borderline {
 			healthy++
@@ -216,19 +251,19 @@ func criticalOnHealthy(cs []AccuracyCase) (healthy, flagged int) {
 	return healthy, flagged
 }
 
-// AccuracyReport renders docs/accuracy.md: the tuning set in full and the
-// held-out set's totals.
-func AccuracyReport(cs, held, sglang []AccuracyCase, builtin []BuiltinTruth) string {
+// Report renders the simulator part of docs/accuracy.md: the tuning set in
+// full and the held-out sets' totals.
+func Report(cs, held, sglang []Case, builtin []BuiltinTruth) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# Accuracy against simulator ground truth\n\n")
-	p("<!-- Generated by `go run ./cmd/llmdoctor demo --accuracy docs/accuracy.md`; a test fails when it is stale. -->\n\n")
-	p("%d scenarios drawn at random (seed %d) across models, GPUs, tensor parallelism, engine limits,\n", len(cs), accuracySeed)
+	p("<!-- Generated by `go generate ./simrun/accuracy` (package simrun/accuracy); a test fails when it is stale. -->\n\n")
+	p("%d scenarios drawn at random (seed %d) across models, GPUs, tensor parallelism, engine limits,\n", len(cs), Seed)
 	p("chunked prefill, prefix reuse, prompt and output lengths, arrivals and load from light to overloaded.\n")
 	p("Each is diagnosed end to end as `llmdoctor demo --scenario FILE` does it: the simulator serves its\n")
-	p("metrics over HTTP and the scrape collector reads the window. The simulator also knows where every\n")
-	p("request's time went; that ground truth, turned into a bottleneck as below, is what the verdict is\n")
-	p("compared with.\n\n")
+	p("metrics and the scrape collector reads the window (in process here, over HTTP in the demo: the same\n")
+	p("diagnosis). The simulator also knows where every request's time went; that ground truth, turned\n")
+	p("into a bottleneck as below, is what the verdict is compared with.\n\n")
 
 	right := 0
 	for _, c := range cs {
@@ -238,7 +273,7 @@ func AccuracyReport(cs, held, sglang []AccuracyCase, builtin []BuiltinTruth) str
 	}
 	p("**Overall: %d of %d verdicts right (%.1f%%).**\n\n", right, len(cs), 100*accuracyOf(cs))
 	hh, hf := criticalOnHealthy(held)
-	p("The rules were tuned while reading this set's misses. A second set of %d (seed %d), whose misses\n", len(held), heldOutSeed)
+	p("The rules were tuned while reading this set's misses. A second set of %d (seed %d), whose misses\n", len(held), HeldOutSeed)
 	p("are not read while tuning, says how far that generalises: **%.1f%% right there**, and %d of its\n", 100*accuracyOf(held), hf)
 	p("%d scenarios whose ground truth is clearly `none` got a critical finding.\n\n", hh)
 	sh, sf := criticalOnHealthy(sglang)
@@ -283,7 +318,7 @@ func AccuracyReport(cs, held, sglang []AccuracyCase, builtin []BuiltinTruth) str
 	p("A verdict is right when it is the ground-truth cause or one of the causes also accepted for that\nscenario.\n\n")
 	p("| ground truth | scenarios | right | accuracy |\n|---|---:|---:|---:|\n")
 	for _, r := range rows {
-		var sub []AccuracyCase
+		var sub []Case
 		for _, c := range cs {
 			if c.Label.Cause == r {
 				sub = append(sub, c)
@@ -385,7 +420,7 @@ func AccuracyReport(cs, held, sglang []AccuracyCase, builtin []BuiltinTruth) str
 		p("| %s | %d |\n", k, kinds[k])
 	}
 	p("\nTo reproduce one, write its scenario file and run the demo on it:\n\n")
-	p("```\ngo test -count=1 ./cmd/llmdoctor -run TestAccuracyScenarioYAML -args -accuracy.scenario 17 -accuracy.out /tmp/random-017.yaml\n")
+	p("```\ngo run ./simrun/accuracy/gen -draw 17 -o /tmp/random-017.yaml\n")
 	p("go run ./cmd/llmdoctor demo --scenario /tmp/random-017.yaml\n```\n\n")
 	p("| # | scenario | ground truth | verdict (rule) | ground-truth numbers |\n|---|---|---|---|---|\n")
 	for _, c := range cs {

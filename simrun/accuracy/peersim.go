@@ -1,4 +1,4 @@
-package main
+package accuracy
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func LoadPeerCases(dir string) ([]PeerCase, error) {
 		}
 		var c PeerCase
 		if err := yaml.Unmarshal(b, &c); err != nil {
-			return nil, fmt.Errorf("%s: %v", p, err)
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		c.Dir = filepath.Dir(p)
 		if c.Name == "" {
