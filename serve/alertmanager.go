@@ -538,13 +538,13 @@ func (s *Server) amMessages(d *advisor.Diagnosis, runs []runRef, m *amMessage, f
 	first := msgs[0]
 	name := alertName(m, firing)
 	// The renderer's text is escaped already.
-	first.Main.Text = mrkdwn(name) + " firing · " + first.Main.Text
-	line := fmt.Sprintf("Alertmanager: *%s* firing", mrkdwn(name))
+	first.Main.Text = slackkit.Escape(name) + " firing · " + first.Main.Text
+	line := fmt.Sprintf("Alertmanager: *%s* firing", slackkit.Escape(name))
 	if n := len(firing); n > 1 {
 		line += fmt.Sprintf(" (%d alerts)", n)
 	}
 	if req.Selector != "" {
-		line += " · diagnosed `" + mrkdwn(strings.ReplaceAll(req.Selector, "`", "'")) + "`"
+		line += " · diagnosed `" + slackkit.Escape(strings.ReplaceAll(req.Selector, "`", "'")) + "`"
 	}
 	line += " over " + model.Duration(req.Window).String()
 	if len(msgs) > 1 {
@@ -591,7 +591,7 @@ func (s *Server) amFailure(m *amMessage, firing []amAlert, req Request, err erro
 	text := slackText(fmt.Sprintf("? %s firing: llmdoctor could not diagnose it over %s: %s", alertName(m, firing), model.Duration(req.Window), why))
 	if u := s.reportURL(req); u != "" {
 		// After the line is cut to its length: a cut link fails.
-		text += " · try again: " + mrkdwn(u)
+		text += " · try again: " + slackkit.Escape(u)
 	}
 	return report.SlackMessage{Target: "alert", Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: text}}
 }
@@ -644,15 +644,15 @@ func withContext(msg *slack.WebhookMessage, line string) {
 		return
 	}
 	blocks := &msg.Attachments[0].Blocks.BlockSet
-	if len(*blocks) == 0 || len(*blocks) >= 50 {
+	if len(*blocks) == 0 {
 		return
 	}
 	// One text element holds at most 3000 characters: a group of many
 	// alerts with long label values is cut, not refused by Slack.
-	if r := []rune(line); len(r) > 2900 {
-		line = string(r[:2900]) + "…"
+	if r := []rune(line); len(r) > slackkit.TextMax-100 {
+		line = string(r[:slackkit.TextMax-100]) + "…"
 	}
-	if report.SlackBlockChars(*blocks)+utf8.RuneCountInString(line) > 12_000 {
+	if !slackkit.Budget(*blocks, 1, utf8.RuneCountInString(line)) {
 		return
 	}
 	ctx := slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, line, false, false))
@@ -665,10 +665,6 @@ func withContext(msg *slack.WebhookMessage, line string) {
 	*blocks = append(out, (*blocks)[at:]...)
 }
 
-var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-func mrkdwn(s string) string { return mrkdwnEscaper.Replace(s) }
-
 // slackText is a plain text line for a message's text: one line, escaped,
 // at most 300 characters.
 func slackText(s string) string {
@@ -676,7 +672,7 @@ func slackText(s string) string {
 	if utf8.RuneCountInString(s) > 300 {
 		s = string([]rune(s)[:299]) + "…"
 	}
-	return mrkdwn(s)
+	return slackkit.Escape(s)
 }
 
 func roundDuration(d time.Duration) string {

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -100,10 +99,6 @@ const (
 	actionDetails = "llmdoctor.details"
 	actionRerun   = "llmdoctor.rerun"
 	actionsBlock  = "llmdoctor-actions"
-	// slackBlocksMax is Slack's limit on blocks in one message.
-	slackBlocksMax = 50
-	// slackButtonValueMax is Slack's limit on a button's value.
-	slackButtonValueMax = 2000
 )
 
 // defaultResponseHosts are where Slack's response_urls point (GovSlack's
@@ -449,18 +444,13 @@ func fmtWindow(d time.Duration) string {
 	return s
 }
 
-// mrkdwnEscape escapes what Slack's mrkdwn reads as markup.
-func mrkdwnEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
 // mrkdwnCode shows user text as inline code.
 func mrkdwnCode(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) > 300 {
 		s = string([]rune(s)[:299]) + "…"
 	}
-	return "`" + mrkdwnEscape(strings.ReplaceAll(s, "`", "'")) + "`"
+	return "`" + slackkit.Escape(strings.ReplaceAll(s, "`", "'")) + "`"
 }
 
 func (a *slackApp) defaultWindow() time.Duration {
@@ -475,7 +465,7 @@ func (a *slackApp) helpText(cmd string) string {
 	if cmd == "" {
 		cmd = "/llmdoctor"
 	}
-	cmd = mrkdwnEscape(cmd)
+	cmd = slackkit.Escape(cmd)
 	return fmt.Sprintf("*llmdoctor* diagnoses LLM serving latency (vLLM, SGLang) from this server's Prometheus.\n"+
 		"• `%[1]s diagnose [model] [window] [in channel]`: why it is slow, and what to change. "+
 		"_model_ as the `model_name` label spells it (default: every model); _window_ from 1m to 24h (default %[2]s); "+
@@ -495,10 +485,10 @@ func checklistText(cmd string) string {
 	if cmd == "" {
 		cmd = "/llmdoctor"
 	}
-	return "`" + mrkdwnEscape(cmd) + " checklist` is not available in `llmdoctor serve` yet: the pre-launch checklist judges a benchmark run " +
+	return "`" + slackkit.Escape(cmd) + " checklist` is not available in `llmdoctor serve` yet: the pre-launch checklist judges a benchmark run " +
 		"(request-level files, SLO gates) that this server, reading Prometheus, does not have. Run it where the benchmark runs, e.g. in CI: " +
 		"`llmdoctor checklist --prom URL --bench run.json --slo ttft_p99=2s --output slack`. " +
-		"For the live service, ask `" + mrkdwnEscape(cmd) + " diagnose [model]`."
+		"For the live service, ask `" + slackkit.Escape(cmd) + " diagnose [model]`."
 }
 
 // ackMessage is the immediate answer to a command (the HTTP response).
@@ -649,7 +639,7 @@ func (a *slackApp) postFailure(ctx context.Context, rp *responder, o origin, mod
 		if utf8.RuneCountInString(msg) > 1500 {
 			msg = string([]rune(msg)[:1500]) + "…"
 		}
-		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s: %s", what, fmtWindow(window), mrkdwnEscape(msg))
+		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s: %s", what, fmtWindow(window), slackkit.Escape(msg))
 	}
 	// A failure is the asker's business: only they see it.
 	if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text}); err != nil {
@@ -675,7 +665,7 @@ type buttonValue struct {
 
 func (v buttonValue) encode() string {
 	b, _ := json.Marshal(v)
-	if len(b) > slackButtonValueMax {
+	if len(b) > slackkit.ButtonValueMax {
 		v.Name = ""
 		b, _ = json.Marshal(v)
 	}
@@ -704,7 +694,7 @@ func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, m
 			return
 		}
 		a.s.log.Warn("slack: posting in channel with the token; the rest goes to response_url", "err", err, "posted", done)
-		note := fmt.Sprintf("llmdoctor could not post in this channel with its bot token: %s. The answer follows through this command instead (details by the button).", mrkdwnEscape(err.Error()))
+		note := fmt.Sprintf("llmdoctor could not post in this channel with its bot token: %s. The answer follows through this command instead (details by the button).", slackkit.Escape(err.Error()))
 		if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: note}); err != nil {
 			a.s.log.Warn("slack: posting to response_url", "err", err)
 		}
@@ -795,7 +785,7 @@ func withButtons(m report.SlackMessage, value string, ephemeral, details bool) s
 	for _, at := range main.Attachments {
 		n += len(at.Blocks.BlockSet)
 	}
-	if n >= slackBlocksMax {
+	if n >= slackkit.BlocksMax {
 		return main
 	}
 	if len(main.Attachments) > 0 {
@@ -1103,102 +1093,20 @@ func (r *responder) left() int { return responseURLUses - r.uses }
 
 var errResponseURLUsed = errors.New("the response_url was used the 5 times Slack allows")
 
-// responseError is a post Slack did not take. It never holds the URL,
-// which lets anyone post as the app for 30 minutes.
-type responseError struct {
-	status int
-	answer string
-	err    error
-}
-
-func (e *responseError) Error() string {
-	if e.err != nil {
-		return "response_url: " + e.err.Error()
-	}
-	return fmt.Sprintf("response_url answered HTTP %d %s", e.status, e.answer)
-}
-
-// post sends m, trying again after a server error (1 s, then 2 s) or a
-// rate limit (Retry-After, up to 10 s).
+// post sends m through slackkit's poster, which tries again after a
+// server error or a rate limit (Retry-After, up to 10 s).
 func (r *responder) post(ctx context.Context, m slack.WebhookMessage) error {
 	if r.left() <= 0 {
 		return errResponseURLUsed
 	}
 	r.uses++
-	body, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	err = r.retry(ctx, body)
+	p := &slackkit.Poster{Dest: slackkit.Destination{Client: r.a.client}, Tries: r.tries, MaxWait: 10 * time.Second}
+	err := p.Respond(ctx, r.url, m)
 	// Counted in llmdoctor_slack_posts_total with every other post.
 	if err != nil {
 		r.a.s.metrics.posted(nil, err)
 	} else {
-		r.a.s.metrics.posted([]slackkit.Result{{Via: "response_url"}}, nil)
+		r.a.s.metrics.posted([]slackkit.Result{{Via: slackkit.ResponseURL}}, nil)
 	}
 	return err
-}
-
-func (r *responder) retry(ctx context.Context, body []byte) error {
-	for try := 1; ; try++ {
-		wait, err := r.send(ctx, body)
-		if err == nil {
-			return nil
-		}
-		if wait <= 0 || try >= r.tries || wait > 10*time.Second {
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-}
-
-// send posts once; a positive wait says a later try may succeed.
-func (r *responder) send(ctx context.Context, body []byte) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
-	if err != nil {
-		return 0, &responseError{err: errors.New("cannot be requested")}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.a.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return time.Second, &responseError{err: err}
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	text := strings.TrimSpace(string(answer))
-	var v struct {
-		OK    *bool  `json:"ok"`
-		Error string `json:"error"`
-	}
-	isJSON := json.Unmarshal(answer, &v) == nil
-	switch {
-	case resp.StatusCode == http.StatusOK && !(isJSON && v.OK != nil && !*v.OK):
-		// "ok" as text, {"ok":true} as JSON: taken.
-		return 0, nil
-	case resp.StatusCode == http.StatusTooManyRequests:
-		wait := time.Second
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			wait = time.Duration(s) * time.Second
-		}
-		return wait, &responseError{status: resp.StatusCode, answer: "(rate limited)"}
-	case resp.StatusCode >= 500:
-		return time.Second, &responseError{status: resp.StatusCode}
-	}
-	if isJSON && v.Error != "" {
-		text = v.Error
-	}
-	if len(text) > 100 {
-		text = text[:100]
-	}
-	return 0, &responseError{status: resp.StatusCode, answer: text}
 }

@@ -56,7 +56,7 @@ func slackFixtureDiagnosis(t testing.TB) *advisor.Diagnosis {
 			return
 		}
 		slackFixture.d, slackFixture.err = diagnosis.Run(context.Background(), diagnosis.Sources{
-			Snapshots:        []string{"../examples/queueing/start.prom", "../../examples/queueing/end.prom"},
+			Snapshots:        []string{"../examples/queueing/start.prom", "../examples/queueing/end.prom"},
 			SnapshotInterval: 15 * time.Minute}, set, nil, nil)
 	})
 	if slackFixture.err != nil {

@@ -548,7 +548,7 @@ func (w *watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
 	case watchGone:
 		text := fmt.Sprintf("llmdoctor watch: %s is gone: not in the last %d diagnoses (%s apart); it was %s",
 			name, max(t.Count, 1), units.ShortDuration(w.cfg.Every), verdictLabel(t.Verdict))
-		return report.SlackMessage{Target: t.Name, Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: watchEsc(text)}}
+		return report.SlackMessage{Target: t.Name, Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: slackkit.Escape(text)}}
 	case watchFirst:
 		lead = "Watch started, not healthy now"
 	case watchNew:
@@ -559,7 +559,7 @@ func (w *watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
 		lead = "Changed from " + verdictLabel(t.Verdict) + held
 	}
 	m := a.msg
-	m.Main.Text = watchEsc(lead) + " · " + m.Main.Text
+	m.Main.Text = slackkit.Escape(lead) + " · " + m.Main.Text
 	return m
 }
 
@@ -606,8 +606,3 @@ func verdictLabel(v watchVerdict) string {
 	}
 	return "nothing posted"
 }
-
-var watchMrkdwn = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-// esc escapes text for Slack's watchMrkdwn.
-func watchEsc(s string) string { return watchMrkdwn.Replace(s) }
