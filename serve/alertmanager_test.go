@@ -457,7 +457,7 @@ func TestAlertmanagerSelectorAndWindow(t *testing.T) {
 			if req.Selector != tc.sel || req.Window != tc.window {
 				t.Fatalf("selector %s window %s, want %s and %s", req.Selector, req.Window, tc.sel, tc.window)
 			}
-			if err := CheckSelector(req.Selector); err != nil {
+			if _, err := prom.ParseMatchers(req.Selector); err != nil {
 				t.Fatalf("the selector does not check: %v", err)
 			}
 		})

@@ -153,8 +153,8 @@ func (s *Server) parseRequest(q url.Values) (Request, error) {
 		}
 	}
 	req.Selector = strings.TrimSpace(q.Get("selector"))
-	if err := CheckSelector(req.Selector); err != nil {
-		return req, fmt.Errorf("selector: %v", err)
+	if _, err := prom.ParseMatchers(req.Selector); err != nil {
+		return req, fmt.Errorf("selector: %w", err)
 	}
 	if v := q.Get("window"); v != "" {
 		d, err := ParseWindow(v)
@@ -205,65 +205,6 @@ func parseTime(v string) (time.Time, error) {
 		return time.Unix(0, int64(f*1e9)).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-11-30T12:00:00Z) or Unix seconds", v)
-}
-
-// CheckSelector accepts a comma-separated list of PromQL label matchers
-// (name op "value", op one of = != =~ !~, value quoted with ", ' or `),
-// the form a selector is added to every query in; anything else could
-// change the queries' meaning.
-func CheckSelector(sel string) error {
-	i, n := 0, len(sel)
-	space := func() {
-		for i < n && (sel[i] == ' ' || sel[i] == '\t') {
-			i++
-		}
-	}
-	for {
-		space()
-		if i == n {
-			return nil
-		}
-		start := i
-		for i < n && (sel[i] == '_' || sel[i] >= 'a' && sel[i] <= 'z' || sel[i] >= 'A' && sel[i] <= 'Z' || i > start && sel[i] >= '0' && sel[i] <= '9') {
-			i++
-		}
-		if i == start {
-			return fmt.Errorf("%q: want label matchers like namespace=\"prod\",model_name=~\"llama.*\"", sel)
-		}
-		space()
-		switch {
-		case strings.HasPrefix(sel[i:], "=~"), strings.HasPrefix(sel[i:], "!~"), strings.HasPrefix(sel[i:], "!="):
-			i += 2
-		case strings.HasPrefix(sel[i:], "="):
-			i++
-		default:
-			return fmt.Errorf("%q: label %s needs an operator (=, !=, =~ or !~) and a quoted value", sel, sel[start:i])
-		}
-		space()
-		if i == n || (sel[i] != '"' && sel[i] != '\'' && sel[i] != '`') {
-			return fmt.Errorf("%q: the value of %s must be quoted", sel, sel[start:i])
-		}
-		q := sel[i]
-		i++
-		for i < n && sel[i] != q {
-			if sel[i] == '\\' && q != '`' {
-				i++
-			}
-			i++
-		}
-		if i >= n {
-			return fmt.Errorf("%q: a quoted value is not closed", sel)
-		}
-		i++
-		space()
-		if i == n {
-			return nil
-		}
-		if sel[i] != ',' {
-			return fmt.Errorf("%q: matchers are separated by commas", sel)
-		}
-		i++
-	}
 }
 
 // httpError is the status and one line for a failed diagnosis.

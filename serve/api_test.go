@@ -224,19 +224,6 @@ func TestMetricsBounded(t *testing.T) {
 	}
 }
 
-func TestCheckSelector(t *testing.T) {
-	for _, ok := range []string{"", `a="b"`, ` a = "b" , c!~'d.*', e=~` + "`x|y`" + `,`, `model_name="we\"ird"`, `__name__!="x"`} {
-		if err := CheckSelector(ok); err != nil {
-			t.Errorf("%s: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{`a`, `a=b`, `{a="b"}`, `a="b"}`, `a="b" or vector(1)`, `1a="b"`, `a=="b"`, `a="b`, `a="b\"`, `a="b";c="d"`} {
-		if err := CheckSelector(bad); err == nil {
-			t.Errorf("%s was taken", bad)
-		}
-	}
-}
-
 // One model in two namespaces (--group-by model_name,namespace) is two
 // targets and two series, not one that flips with each diagnosis.
 func TestMetricsKeepGroupByTargetsApart(t *testing.T) {

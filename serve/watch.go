@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/slackkit"
@@ -114,8 +115,8 @@ func (s *Server) registerWatch() error {
 	case c.Hold < 0:
 		return fmt.Errorf("watch hold %d: a change must hold for 1 run or more", c.Hold)
 	}
-	if err := CheckSelector(c.Selector); err != nil {
-		return fmt.Errorf("watch selector %v", err)
+	if _, err := prom.ParseMatchers(c.Selector); err != nil {
+		return fmt.Errorf("watch selector %w", err)
 	}
 	if err := s.cfg.Slack.Validate(); err != nil {
 		return fmt.Errorf("watch posts to Slack: %v", err)

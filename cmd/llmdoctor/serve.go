@@ -191,7 +191,7 @@ func (o *serveOpts) config(f *pflag.FlagSet) (server.Config, error) {
 	if p.Options.Window > server.MaxWindow {
 		return cfg, usageErr("--window %s: serve diagnoses at most %s", units.ShortDuration(p.Options.Window), units.ShortDuration(server.MaxWindow))
 	}
-	if err := server.CheckSelector(p.Options.Selector); err != nil {
+	if _, err := prom.ParseMatchers(p.Options.Selector); err != nil {
 		return cfg, usageErr("--selector: %v", err)
 	}
 	cfg.Prom = *p
