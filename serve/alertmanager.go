@@ -478,7 +478,7 @@ func (s *Server) amRequest(alerts []amAlert) Request {
 	if !start.IsZero() && start.Before(now) {
 		w = max(def, now.Sub(start)+s.am.cfg.LeadIn)
 	}
-	w = min((w+time.Minute-1)/time.Minute*time.Minute, MaxWindow)
+	w = min((w+time.Minute-1)/time.Minute*time.Minute, prom.MaxWindow)
 	return Request{Selector: strings.Join(matchers, ","), Window: w, End: now, Latest: true, Trigger: TriggerAlertmanager}
 }
 

@@ -449,7 +449,7 @@ func TestAlertmanagerSelectorAndWindow(t *testing.T) {
 			`model_name="we\"ird\\model",namespace="prod"`, 15 * time.Minute},
 		{"two models", []amAlert{at(2*time.Hour, "model", "a.b", "namespace", "prod"), at(time.Minute, "model", "c|d", "namespace", "prod", "pod", "p-1")},
 			`model_name=~"a\\.b|c\\|d",namespace="prod"`, 2*time.Hour + 10*time.Minute},
-		{"no labels", []amAlert{at(25*time.Hour, "alertname", "X")}, "", MaxWindow},
+		{"no labels", []amAlert{at(8*24*time.Hour, "alertname", "X")}, "", prom.MaxWindow},
 		{"unknown start", []amAlert{{Status: "firing", Labels: map[string]string{"model": "m"}}}, `model_name="m"`, 15 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/common/model"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
@@ -31,10 +30,6 @@ import (
 
 // DiagnosisPath is the API's diagnosis route; Slack messages link to it.
 const DiagnosisPath = "/api/v1/diagnosis"
-
-// MaxWindow is the longest window the API and the Alertmanager receiver
-// diagnose.
-const MaxWindow = 24 * time.Hour
 
 // registerAPI adds /readyz, /api/v1/diagnosis and /metrics.
 func (s *Server) registerAPI() error {
@@ -141,7 +136,8 @@ func (s *Server) apiDiagnosis(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseRequest reads the API's parameters: selector (label matchers, as
-// --selector), window (15m, 1h30m, 1d; default the server's), end (RFC
+// --selector), window (as prom.ParseWindow reads it: 15m, 1h30m, 1d;
+// default the server's), end (RFC
 // 3339 or Unix seconds; default now).
 func (s *Server) parseRequest(q url.Values) (Request, error) {
 	var req Request
@@ -157,9 +153,9 @@ func (s *Server) parseRequest(q url.Values) (Request, error) {
 		return req, fmt.Errorf("selector: %w", err)
 	}
 	if v := q.Get("window"); v != "" {
-		d, err := ParseWindow(v)
+		d, err := prom.ParseWindow(v)
 		if err != nil {
-			return req, fmt.Errorf("window: %v", err)
+			return req, err
 		}
 		req.Window = d
 	}
@@ -174,26 +170,6 @@ func (s *Server) parseRequest(q url.Values) (Request, error) {
 		req.End = t
 	}
 	return req, nil
-}
-
-// ParseWindow reads a window as Go (1h30m) or Prometheus (1d) writes a
-// duration, positive and at most MaxWindow.
-func ParseWindow(v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		md, merr := model.ParseDuration(v)
-		if merr != nil {
-			return 0, fmt.Errorf("%q is not a duration like 15m, 1h30m or 1d", v)
-		}
-		d = time.Duration(md)
-	}
-	switch {
-	case d <= 0:
-		return 0, fmt.Errorf("%q: want a positive duration", v)
-	case d > MaxWindow:
-		return 0, fmt.Errorf("%q is longer than %s", v, model.Duration(MaxWindow))
-	}
-	return d, nil
 }
 
 func parseTime(v string) (time.Time, error) {

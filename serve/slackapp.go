@@ -23,6 +23,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/slackkit"
@@ -81,9 +82,8 @@ const (
 	// responseURLUses is how many times Slack takes a post to one
 	// response_url.
 	responseURLUses = 5
-	// The windows a command may ask for, and the re-run button's.
-	slackMinWindow   = time.Minute
-	slackMaxWindow   = 24 * time.Hour
+	// The re-run button's window; a command's is any prom.ParseWindow
+	// reads.
 	slackRerunWindow = time.Hour
 	// slackModelMax bounds a model name as typed.
 	slackModelMax = 256
@@ -330,7 +330,7 @@ type slashCommand struct {
 }
 
 // parseCommand reads the text after the command: a verb, then for
-// diagnose a model, a window (a Go duration, 1m to 24h) and "in channel",
+// diagnose a model, a window (as prom.ParseWindow reads it) and "in channel",
 // in any order. A failure is the usage message to answer.
 func parseCommand(text string, defWindow time.Duration) (slashCommand, string) {
 	// Slack escapes &, < and > in the text; some clients turn -- into a dash.
@@ -374,21 +374,17 @@ func parseCommand(text string, defWindow time.Duration) (slashCommand, string) {
 			c.model = unquote(val)
 			continue
 		}
-		if d, err := time.ParseDuration(lw); err == nil {
-			if windowSet {
-				return c, "one window at a time: " + mrkdwnCode(fmtWindow(c.window)) + " and " + mrkdwnCode(w)
-			}
-			if d < slackMinWindow || d > slackMaxWindow {
-				return c, fmt.Sprintf("window %s is out of range: give %s to %s", mrkdwnCode(w), fmtWindow(slackMinWindow), fmtWindow(slackMaxWindow))
-			}
+		d, err := prom.ParseWindow(w)
+		var we *prom.WindowError
+		switch {
+		case err == nil && windowSet:
+			return c, "one window at a time: " + mrkdwnCode(prom.FormatWindow(c.window)) + " and " + mrkdwnCode(w)
+		case err == nil:
 			c.window, windowSet = d, true
 			continue
-		}
-		if isDays(lw) {
-			return c, fmt.Sprintf("window %s: give it in hours or minutes (24h at most), e.g. `6h` or `30m`", mrkdwnCode(w))
-		}
-		if kv && strings.EqualFold(strings.TrimLeft(key, "-"), "window") {
-			return c, fmt.Sprintf("window %s is not a duration: give e.g. `30m` or `2h`", mrkdwnCode(w))
+		case errors.As(err, &we) && (we.Bound != 0 || kv && strings.EqualFold(strings.TrimLeft(key, "-"), "window")):
+			// A duration out of bounds, or window= what is none.
+			return c, "window " + mrkdwnCode(w) + ": " + slackkit.Escape(we.Why)
 		}
 		if c.model != "" {
 			return c, "one model at a time: " + mrkdwnCode(c.model) + " and " + mrkdwnCode(w)
@@ -406,17 +402,6 @@ func parseCommand(text string, defWindow time.Duration) (slashCommand, string) {
 	return c, ""
 }
 
-// isDays says whether w is a number of days ("2d"), which Go durations
-// do not have.
-func isDays(w string) bool {
-	n, ok := strings.CutSuffix(w, "d")
-	if !ok || n == "" {
-		return false
-	}
-	_, err := strconv.ParseFloat(n, 64)
-	return err == nil
-}
-
 // unquote drops the quotes a user may put around a model name, straight
 // or typographic.
 func unquote(s string) string {
@@ -430,18 +415,6 @@ func modelSelector(model string) string {
 		return ""
 	}
 	return `model_name="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(model) + `"`
-}
-
-// fmtWindow writes a window as people do: 30m, 1h, 1h30m, 90s as 1m30s.
-func fmtWindow(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 // mrkdwnCode shows user text as inline code.
@@ -468,13 +441,13 @@ func (a *slackApp) helpText(cmd string) string {
 	cmd = slackkit.Escape(cmd)
 	return fmt.Sprintf("*llmdoctor* diagnoses LLM serving latency (vLLM, SGLang) from this server's Prometheus.\n"+
 		"• `%[1]s diagnose [model] [window] [in channel]`: why it is slow, and what to change. "+
-		"_model_ as the `model_name` label spells it (default: every model); _window_ from 1m to 24h (default %[2]s); "+
+		"_model_ as the `model_name` label spells it (default: every model); _window_ %[3]s, from %[4]s to %[5]s (default %[2]s); "+
 		"`in channel` posts the answer for everyone, otherwise only you see it.\n"+
 		"• `%[1]s checklist [model]`: not served here yet (run `llmdoctor checklist` in CI).\n"+
 		"• `%[1]s help`: this text.\n"+
 		"Examples: `%[1]s diagnose llama-3-8b 30m`, `%[1]s diagnose meta-llama/Llama-3.1-8B-Instruct 1h in channel`.\n"+
 		"Each answer has buttons: *Details* (more findings, every gap and how to close it, per instance) and *Re-run over 1h*.",
-		cmd, fmtWindow(a.defaultWindow()))
+		cmd, prom.FormatWindow(a.defaultWindow()), prom.WindowSyntax, prom.FormatWindow(prom.MinWindow), prom.FormatWindow(prom.MaxWindow))
 }
 
 // checklistText is the answer to checklist: the pre-launch checklist
@@ -577,7 +550,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 	if cmd.inChannel {
 		where = " The answer will be posted in this channel."
 	}
-	writeAck(w, cmd.inChannel, fmt.Sprintf("Diagnosing %s over the last %s…%s", what, fmtWindow(cmd.window), where))
+	writeAck(w, cmd.inChannel, fmt.Sprintf("Diagnosing %s over the last %s…%s", what, prom.FormatWindow(cmd.window), where))
 }
 
 func (a *slackApp) busyText() string {
@@ -631,15 +604,15 @@ func (a *slackApp) postFailure(ctx context.Context, rp *responder, o origin, mod
 		text = a.busyText()
 	case errors.As(err, &nt) && nt.Why == diagnosis.NoEngineMetrics && model != "":
 		text = fmt.Sprintf("llmdoctor found no serving-engine metrics for %s over the last %s: is the name as the `model_name` label spells it? (`/llmdoctor diagnose` with no model lists every target.)",
-			what, fmtWindow(window))
+			what, prom.FormatWindow(window))
 	case errors.Is(err, context.DeadlineExceeded):
-		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s in time (%s): try a shorter window or one model.", what, fmtWindow(window), a.s.cfg.RequestTimeout)
+		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s in time (%s): try a shorter window or one model.", what, prom.FormatWindow(window), a.s.cfg.RequestTimeout)
 	default:
 		msg := err.Error()
 		if utf8.RuneCountInString(msg) > 1500 {
 			msg = string([]rune(msg)[:1500]) + "…"
 		}
-		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s: %s", what, fmtWindow(window), slackkit.Escape(msg))
+		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s: %s", what, prom.FormatWindow(window), slackkit.Escape(msg))
 	}
 	// A failure is the asker's business: only they see it.
 	if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text}); err != nil {
@@ -682,7 +655,7 @@ func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, m
 	off := 0
 	value := func(i int, m report.SlackMessage) buttonValue {
 		i += off
-		v := buttonValue{Run: run, Model: model, Window: fmtWindow(window), End: end.Unix(), Target: i, Name: m.Target, TargetModel: model}
+		v := buttonValue{Run: run, Model: model, Window: prom.FormatWindow(window), End: end.Unix(), Target: i, Name: m.Target, TargetModel: model}
 		if i < len(d.Targets) && d.Targets[i].Target.Model != "" {
 			v.TargetModel = d.Targets[i].Target.Model
 		}
@@ -925,8 +898,7 @@ func (v buttonValue) valid() bool {
 		return false
 	}
 	if v.Window != "" {
-		d, err := time.ParseDuration(v.Window)
-		if err != nil || d < slackMinWindow || d > slackMaxWindow {
+		if _, err := prom.ParseWindow(v.Window); err != nil {
 			return false
 		}
 	}
@@ -972,7 +944,7 @@ func (a *slackApp) details(ctx context.Context, o origin, v buttonValue) {
 	rp := a.responder(o.responseURL)
 	msgs, ok := a.runs.get(v.Run, a.now())
 	if !ok {
-		window, _ := time.ParseDuration(v.Window)
+		window, _ := prom.ParseWindow(v.Window)
 		d, err := a.s.Diagnose(ctx, Request{Selector: modelSelector(v.Model), Window: window, End: time.Unix(v.End, 0), Trigger: TriggerSlash})
 		if err != nil {
 			a.postFailure(ctx, rp, o, v.Model, window, err)

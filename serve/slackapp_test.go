@@ -385,7 +385,7 @@ func TestSlackRejects(t *testing.T) {
 		{"/slack/interactions", "text=diagnose"},
 		{"/slack/interactions", "payload=%7Bnot+json"},
 		{"/slack/interactions", "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","actions":[{"action_id":"llmdoctor.rerun","value":"not ours"}]}`)},
-		{"/slack/interactions", "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","actions":[{"action_id":"llmdoctor.rerun","value":"{\"w\":\"72h\"}"}]}`)},
+		{"/slack/interactions", "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","actions":[{"action_id":"llmdoctor.rerun","value":"{\"w\":\"720h\"}"}]}`)},
 	} {
 		total++
 		if w := h.do(slackSignedRequest(c.path, c.body, base, slackTestSecret)); w.Code == 400 {
@@ -610,12 +610,13 @@ func TestSlackAnswersAtOnce(t *testing.T) {
 		{"HELP", "default 15m"},
 		{"checklist llama-3-8b", "not available in `llmdoctor serve` yet"},
 		{"frobnicate", "unknown command `frobnicate`"},
-		{"diagnose llama 2d", "give it in hours or minutes"},
-		{"diagnose llama 30s", "out of range"},
-		{"diagnose llama 25h", "out of range"},
+		{"Help", "from 15s to 7d"},
+		{"diagnose llama 30d", "window `30d`: longer than 7d, the longest window llmdoctor diagnoses"},
+		{"diagnose llama 10s", "window `10s`: shorter than 15s"},
+		{"diagnose llama 100000h", "window `100000h`: longer than 7d"},
 		{"diagnose a b", "one model at a time"},
 		{"diagnose 1h 2h", "one window at a time"},
-		{"diagnose window=soon", "not a duration"},
+		{"diagnose window=soon", "window `soon`: not a duration like 30m"},
 		{"diagnose " + strings.Repeat("m", 300), "at most 256"},
 	} {
 		code, ack := h.command(t, c.text)
@@ -735,6 +736,9 @@ func TestParseCommand(t *testing.T) {
 		{"diagnose —in-channel “llama”", slashCommand{verb: "diagnose", model: "llama", window: 15 * time.Minute, inChannel: true}},
 		{"diagnose model=a&amp;b window=24h", slashCommand{verb: "diagnose", model: "a&b", window: 24 * time.Hour}},
 		{"diagnose 1m", slashCommand{verb: "diagnose", window: time.Minute}},
+		{"diagnose llama 2d", slashCommand{verb: "diagnose", model: "llama", window: 48 * time.Hour}},
+		{"diagnose window=1d12h", slashCommand{verb: "diagnose", window: 36 * time.Hour}},
+		{"diagnose 7d llama", slashCommand{verb: "diagnose", model: "llama", window: 7 * 24 * time.Hour}},
 		{"checklist llama", slashCommand{verb: "checklist", model: "llama", window: 15 * time.Minute}},
 		{"diagnose in", slashCommand{verb: "diagnose", model: "in", window: 15 * time.Minute}},
 	} {
@@ -756,11 +760,6 @@ func TestModelSelector(t *testing.T) {
 	} {
 		if got := modelSelector(in); got != want {
 			t.Errorf("%q: %s, want %s", in, got, want)
-		}
-	}
-	for d, want := range map[time.Duration]string{time.Minute: "1m", time.Hour: "1h", 90 * time.Minute: "1h30m", 90 * time.Second: "1m30s", 24 * time.Hour: "24h"} {
-		if got := fmtWindow(d); got != want {
-			t.Errorf("fmtWindow(%s) = %s, want %s", d, got, want)
 		}
 	}
 }

@@ -188,9 +188,6 @@ func (o *serveOpts) config(f *pflag.FlagSet) (server.Config, error) {
 	if err := (diagnosis.Sources{Prom: p, GroupBy: o.groupBy}).Validate(); err != nil {
 		return cfg, d.explain(err)
 	}
-	if p.Options.Window > server.MaxWindow {
-		return cfg, usageErr("--window %s: serve diagnoses at most %s", units.ShortDuration(p.Options.Window), units.ShortDuration(server.MaxWindow))
-	}
 	if _, err := prom.ParseMatchers(p.Options.Selector); err != nil {
 		return cfg, usageErr("--selector: %v", err)
 	}
