@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"evidence":          {"internal/units"},
 	"rules":             {"evidence", "internal/units", "internal/wrap"},
 	"advisor":           {"evidence", "rules", "internal/units"},
-	"report":            {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart"},
+	"report":            {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart", "slackkit"},
 	"compare":           {"advisor", "evidence"},
 	// After the advisor: a simulator calibrated to a diagnosis, replayed
 	// through the same pipeline; it annotates the diagnosis's steps.
@@ -59,9 +59,10 @@ var allowed = map[string][]string{
 	"report/chart": {"internal/units"},
 	// Headless Chromium for tests of the pages.
 	"internal/testkit/browsertest": {},
-	// Posting what report rendered: it knows neither where a diagnosis
-	// came from nor the flags that chose the destination.
-	"slackkit":                   {"report", "internal/redact"},
+	// The Slack kit: the mrkdwn escaper, Slack's limits and the one
+	// poster. Below report, which renders with it: it knows neither where
+	// a diagnosis came from nor the flags that chose the destination.
+	"slackkit":                   {"internal/redact"},
 	"internal/testkit/fakeslack": {},
 	// The server: a front end like the CLI, on the same pipeline.
 	"serve": {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "slackkit", "internal/"},
