@@ -64,8 +64,13 @@ var allowed = map[string][]string{
 	// a diagnosis came from nor the flags that chose the destination.
 	"slackkit":                   {"internal/redact"},
 	"internal/testkit/fakeslack": {},
-	// The server: a front end like the CLI, on the same pipeline.
-	"serve": {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "slackkit", "internal/"},
+	// The server: a front end like the CLI, on the same pipeline. It
+	// implements serve/core's Host and wires its own front ends, which
+	// import core, never serve.
+	"serve":      {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "slackkit", "internal/", "serve/"},
+	"serve/core": {"advisor", "report", "slackkit"},
+	// The Slack app: the slash command and the buttons.
+	"serve/slackapp": {"advisor", "diagnosis", "report", "collectors/prom", "slackkit", "serve/core"},
 }
 
 type pkg struct {

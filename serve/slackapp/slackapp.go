@@ -1,4 +1,8 @@
-package serve
+// Package slackapp is llmdoctor serve's Slack app: the slash command
+// (POST /slack/commands) and the buttons on the messages it posts (POST
+// /slack/interactions). It asks the server (core.Host) for diagnoses and
+// renders, and posts with slackkit.
+package slackapp
 
 import (
 	"context"
@@ -26,14 +30,15 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/serve/core"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
-// SlackAppConfig configures the Slack app: the slash command
+// Config configures the Slack app: the slash command
 // (POST /slack/commands) and the buttons on the messages it posts
 // (POST /slack/interactions). Every request is verified with the signing
 // secret before anything in it is read.
-type SlackAppConfig struct {
+type Config struct {
 	// SigningSecret is the app's signing secret (api.slack.com → the app →
 	// Basic Information → App Credentials). Empty: the app is off.
 	SigningSecret string
@@ -68,9 +73,9 @@ const (
 	// slackMaxSkew is how far a request's timestamp may be from now, in
 	// the past or the future; a signature is remembered as long.
 	slackMaxSkew = 5 * time.Minute
-	// DefaultSlackMaxBody bounds a request's body when MaxBody is zero;
+	// DefaultMaxBody bounds a request's body when MaxBody is zero;
 	// Slack's slash commands and button payloads are a few KiB.
-	DefaultSlackMaxBody = 64 << 10
+	DefaultMaxBody = 64 << 10
 	// slackSeenMax bounds the signatures remembered against replays:
 	// more than 160 requests a second for five minutes, well past what one
 	// Slack app is sent. When full, new requests are refused (503) rather
@@ -96,9 +101,9 @@ const (
 	// user on the same message within it (a double click).
 	slackClickTTL = 10 * time.Second
 	// The buttons' action IDs and the block holding them.
-	actionDetails = "llmdoctor.details"
-	actionRerun   = "llmdoctor.rerun"
-	actionsBlock  = "llmdoctor-actions"
+	ActionDetails = "llmdoctor.details"
+	ActionRerun   = "llmdoctor.rerun"
+	ActionsBlock  = "llmdoctor-actions"
 )
 
 // defaultResponseHosts are where Slack's response_urls point (GovSlack's
@@ -107,8 +112,8 @@ var defaultResponseHosts = []string{"hooks.slack.com", "hooks.slack-gov.com"}
 
 // slackApp is the state of the Slack routes of one server.
 type slackApp struct {
-	s      *Server
-	cfg    SlackAppConfig
+	s      core.Host
+	cfg    Config
 	now    func() time.Time
 	client *http.Client
 	verify *slackVerifier
@@ -117,53 +122,52 @@ type slackApp struct {
 	jobs   chan struct{}
 }
 
-// registerSlackApp adds /slack/commands and /slack/interactions when
-// configured with a signing secret.
-func (s *Server) registerSlackApp() error {
-	if s.cfg.SlackApp == nil {
-		return nil
+// Register adds /slack/commands and /slack/interactions to the server
+// when cfg has a signing secret; on says it did.
+func Register(s core.Host, cfg *Config) (on bool, err error) {
+	if cfg == nil {
+		return false, nil
 	}
-	c := *s.cfg.SlackApp
+	c := *cfg
 	switch {
 	case c.SigningSecret == "" && c.Token != "":
-		return errors.New("the Slack app's bot token is given without its signing secret, which every request from Slack is verified with")
+		return false, errors.New("the Slack app's bot token is given without its signing secret, which every request from Slack is verified with")
 	case c.SigningSecret == "":
 		// Off: without the secret no request can be verified.
-		return nil
+		return false, nil
 	case c.ResponseHosts != nil && len(c.ResponseHosts) == 0:
-		return errors.New("the Slack app has no response_url host to answer at (Slack's is hooks.slack.com)")
+		return false, errors.New("the Slack app has no response_url host to answer at (Slack's is hooks.slack.com)")
 	}
 	if c.MaxBody <= 0 {
-		c.MaxBody = DefaultSlackMaxBody
+		c.MaxBody = DefaultMaxBody
 	}
 	if c.Token == "" {
-		c.Token = s.cfg.Slack.Token
+		c.Token = s.Slack().Token
 	}
 	if c.APIURL == "" {
-		c.APIURL = s.cfg.Slack.APIURL
+		c.APIURL = s.Slack().APIURL
 	}
 	if c.ResponseHosts == nil {
 		c.ResponseHosts = defaultResponseHosts
 	}
 	a := &slackApp{s: s, cfg: c, client: c.Client, clicks: newSeenSet(slackSeenMax), runs: &runCache{}, jobs: make(chan struct{}, slackJobsMax)}
-	s.slackOn = true
 	a.now = c.Now
 	if a.now == nil {
 		// The server's clock, read when asked: a test may set it after New.
-		a.now = func() time.Time { return s.now() }
+		a.now = s.Now
 	}
 	if a.client == nil {
 		a.client = &http.Client{Timeout: 10 * time.Second}
 	}
 	a.verify = &slackVerifier{secret: []byte(c.SigningSecret), maxBody: c.MaxBody, now: a.now, seen: newSeenSet(slackSeenMax)}
-	s.mux.HandleFunc("POST /slack/commands", a.commands)
-	s.mux.HandleFunc("POST /slack/interactions", a.interactions)
+	s.Handle("POST /slack/commands", a.commands)
+	s.Handle("POST /slack/interactions", a.interactions)
 	via := "response_url"
 	if c.Token != "" {
 		via = "chat.postMessage"
 	}
-	s.log.Info("slack app: serving /slack/commands and /slack/interactions", "in_channel_via", via, "response_hosts", strings.Join(c.ResponseHosts, ","))
-	return nil
+	s.Log().Info("slack app: serving /slack/commands and /slack/interactions", "in_channel_via", via, "response_hosts", strings.Join(c.ResponseHosts, ","))
+	return true, nil
 }
 
 // ---- Verification ----
@@ -315,7 +319,7 @@ func (s *seenSet) add(key string, until, now time.Time) seenResult {
 
 // reject answers a request that failed verification, and logs why.
 func (a *slackApp) reject(w http.ResponseWriter, r *http.Request, rj *rejection) {
-	a.s.log.Warn("slack request refused", "path", r.URL.Path, "status", rj.status, "reason", rj.reason, "remote", r.RemoteAddr)
+	a.s.Log().Warn("slack request refused", "path", r.URL.Path, "status", rj.status, "reason", rj.reason, "remote", r.RemoteAddr)
 	http.Error(w, http.StatusText(rj.status), rj.status)
 }
 
@@ -408,9 +412,9 @@ func unquote(s string) string {
 	return strings.TrimFunc(s, func(r rune) bool { return strings.ContainsRune("\"'`“”‘’", r) })
 }
 
-// modelSelector is the label matcher for a model: model_name="…", with
+// ModelSelector is the label matcher for a model: model_name="…", with
 // backslashes, quotes and newlines escaped as PromQL strings want.
-func modelSelector(model string) string {
+func ModelSelector(model string) string {
 	if model == "" {
 		return ""
 	}
@@ -426,12 +430,7 @@ func mrkdwnCode(s string) string {
 	return "`" + slackkit.Escape(strings.ReplaceAll(s, "`", "'")) + "`"
 }
 
-func (a *slackApp) defaultWindow() time.Duration {
-	if w := a.s.cfg.Prom.Options.Window; w > 0 {
-		return w
-	}
-	return 15 * time.Minute
-}
+func (a *slackApp) defaultWindow() time.Duration { return a.s.DefaultWindow() }
 
 // helpText is the answer to help, and to a command it cannot read.
 func (a *slackApp) helpText(cmd string) string {
@@ -498,7 +497,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 	}
 	name := form.Get("command")
 	cmd, usage := parseCommand(form.Get("text"), a.defaultWindow())
-	log := a.s.log.With("user", form.Get("user_id"), "team", form.Get("team_id"), "channel", form.Get("channel_id"))
+	log := a.s.Log().With("user", form.Get("user_id"), "team", form.Get("team_id"), "channel", form.Get("channel_id"))
 	switch {
 	case usage != "":
 		log.Info("slack command refused", "text", form.Get("text"), "why", usage)
@@ -522,7 +521,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 		what = "model " + mrkdwnCode(cmd.model)
 	}
 	// The slot is taken now, so that "busy" is said at once.
-	release, ok := a.s.acquire()
+	release, ok := a.s.Acquire()
 	if !ok {
 		log.Info("slack command busy", "model", cmd.model, "window", cmd.window)
 		writeAck(w, false, a.busyText())
@@ -532,7 +531,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 	started := a.start(func(ctx context.Context) {
 		defer release()
 		rp := a.responder(o.responseURL)
-		d, runs, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(cmd.model), Window: cmd.window, End: end, Latest: true, Trigger: TriggerSlash})
+		d, runs, err := a.s.DiagnoseHeld(ctx, core.Request{Selector: ModelSelector(cmd.model), Window: cmd.window, End: end, Latest: true, Trigger: core.TriggerSlash})
 		release()
 		log.Info("slack diagnosis", "model", cmd.model, "window", cmd.window, "err", err)
 		if err != nil {
@@ -554,7 +553,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *slackApp) busyText() string {
-	return fmt.Sprintf("llmdoctor is busy: %d diagnoses are running, its limit. Try again in a minute.", cap(a.s.sem))
+	return fmt.Sprintf("llmdoctor is busy: %d diagnoses are running, its limit. Try again in a minute.", a.s.MaxConcurrent())
 }
 
 // start runs f in the background within the bound on jobs, on a context
@@ -565,9 +564,9 @@ func (a *slackApp) start(f func(ctx context.Context)) bool {
 	default:
 		return false
 	}
-	a.s.background(func() {
+	a.s.Background(func() {
 		defer func() { <-a.jobs }()
-		ctx, cancel := context.WithTimeout(context.Background(), a.s.cfg.RequestTimeout+postDeadline)
+		ctx, cancel := context.WithTimeout(context.Background(), a.s.RequestTimeout()+core.PostDeadline)
 		defer cancel()
 		f(ctx)
 	})
@@ -600,13 +599,13 @@ func (a *slackApp) postFailure(ctx context.Context, rp *responder, o origin, mod
 	var text string
 	var nt *diagnosis.NoTargetError
 	switch {
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, core.ErrBusy):
 		text = a.busyText()
 	case errors.As(err, &nt) && nt.Why == diagnosis.NoEngineMetrics && model != "":
 		text = fmt.Sprintf("llmdoctor found no serving-engine metrics for %s over the last %s: is the name as the `model_name` label spells it? (`/llmdoctor diagnose` with no model lists every target.)",
 			what, prom.FormatWindow(window))
 	case errors.Is(err, context.DeadlineExceeded):
-		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s in time (%s): try a shorter window or one model.", what, prom.FormatWindow(window), a.s.cfg.RequestTimeout)
+		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s in time (%s): try a shorter window or one model.", what, prom.FormatWindow(window), a.s.RequestTimeout())
 	default:
 		msg := err.Error()
 		if utf8.RuneCountInString(msg) > 1500 {
@@ -616,7 +615,7 @@ func (a *slackApp) postFailure(ctx context.Context, rp *responder, o origin, mod
 	}
 	// A failure is the asker's business: only they see it.
 	if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text}); err != nil {
-		a.s.log.Warn("slack: posting to response_url", "err", err)
+		a.s.Log().Warn("slack: posting to response_url", "err", err)
 	}
 }
 
@@ -649,8 +648,8 @@ func (v buttonValue) encode() string {
 // channel", into the channel with its details in the thread; otherwise
 // to response_url with the buttons. A target whose run was kept links to
 // its report page (with --external-url).
-func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, model string, window time.Duration, end time.Time, d *advisor.Diagnosis, runs []runRef) {
-	msgs := a.s.slackMessages(d, runs, report.SlackOptions{})
+func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, model string, window time.Duration, end time.Time, d *advisor.Diagnosis, runs []core.RunRef) {
+	msgs := a.s.SlackMessages(d, runs, report.SlackOptions{})
 	run := a.runs.put(msgs, a.now())
 	off := 0
 	value := func(i int, m report.SlackMessage) buttonValue {
@@ -666,10 +665,10 @@ func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, m
 		if err == nil {
 			return
 		}
-		a.s.log.Warn("slack: posting in channel with the token; the rest goes to response_url", "err", err, "posted", done)
+		a.s.Log().Warn("slack: posting in channel with the token; the rest goes to response_url", "err", err, "posted", done)
 		note := fmt.Sprintf("llmdoctor could not post in this channel with its bot token: %s. The answer follows through this command instead (details by the button).", slackkit.Escape(err.Error()))
 		if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: note}); err != nil {
-			a.s.log.Warn("slack: posting to response_url", "err", err)
+			a.s.Log().Warn("slack: posting to response_url", "err", err)
 		}
 		msgs, off = msgs[done:], done
 	}
@@ -682,7 +681,7 @@ func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, m
 func (a *slackApp) postMains(ctx context.Context, rp *responder, o origin, msgs []report.SlackMessage, value func(int, report.SlackMessage) buttonValue) {
 	room := rp.left()
 	if room <= 0 {
-		a.s.log.Warn("slack: the response_url is used up; answer not posted", "targets", len(msgs))
+		a.s.Log().Warn("slack: the response_url is used up; answer not posted", "targets", len(msgs))
 		return
 	}
 	var left []string
@@ -697,7 +696,7 @@ func (a *slackApp) postMains(ctx context.Context, rp *responder, o origin, msgs 
 		main.ResponseType = o.responseType()
 		main.ReplaceOriginal = false
 		if err := rp.post(ctx, main); err != nil {
-			a.s.log.Warn("slack: posting to response_url", "target", m.Target, "err", err)
+			a.s.Log().Warn("slack: posting to response_url", "target", m.Target, "err", err)
 			return
 		}
 	}
@@ -712,7 +711,7 @@ func (a *slackApp) postMains(ctx context.Context, rp *responder, o origin, msgs 
 			text = string([]rune(text)[:2900]) + "…"
 		}
 		if err := rp.post(ctx, slack.WebhookMessage{ResponseType: o.responseType(), Text: text}); err != nil {
-			a.s.log.Warn("slack: posting to response_url", "err", err)
+			a.s.Log().Warn("slack: posting to response_url", "err", err)
 		}
 	}
 }
@@ -731,7 +730,7 @@ func (a *slackApp) postWithToken(ctx context.Context, o origin, msgs []report.Sl
 	// Every result is a main message posted (a failed thread reply
 	// leaves its main message's result in).
 	res, err := p.Post(ctx, out)
-	a.s.metrics.posted(res, err)
+	a.s.Posted(res, err)
 	return len(res), err
 }
 
@@ -747,10 +746,10 @@ func withButtons(m report.SlackMessage, value string, ephemeral, details bool) s
 		if ephemeral {
 			label = "Details"
 		}
-		els = append(els, slack.NewButtonBlockElement(actionDetails, value, slack.NewTextBlockObject(slack.PlainTextType, label, false, false)))
+		els = append(els, slack.NewButtonBlockElement(ActionDetails, value, slack.NewTextBlockObject(slack.PlainTextType, label, false, false)))
 	}
-	els = append(els, slack.NewButtonBlockElement(actionRerun, value, slack.NewTextBlockObject(slack.PlainTextType, "Re-run over 1h", false, false)))
-	blk := slack.NewActionBlock(actionsBlock, els...)
+	els = append(els, slack.NewButtonBlockElement(ActionRerun, value, slack.NewTextBlockObject(slack.PlainTextType, "Re-run over 1h", false, false)))
+	blk := slack.NewActionBlock(ActionsBlock, els...)
 	n := 0
 	if main.Blocks != nil {
 		n += len(main.Blocks.BlockSet)
@@ -833,9 +832,9 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	log := a.s.log.With("user", p.User.ID, "team", p.Team.ID, "channel", p.Channel.ID)
+	log := a.s.Log().With("user", p.User.ID, "team", p.Team.ID, "channel", p.Channel.ID)
 	for _, act := range p.Actions {
-		if act.ActionID != actionDetails && act.ActionID != actionRerun {
+		if act.ActionID != ActionDetails && act.ActionID != ActionRerun {
 			continue
 		}
 		var v buttonValue
@@ -862,9 +861,9 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 		log.Info("slack button", "action", act.ActionID, "model", v.TargetModel, "target", v.Name)
 		job := func(ctx context.Context) { a.details(ctx, o, v) }
 		release, ok := func() {}, true
-		if act.ActionID == actionRerun {
+		if act.ActionID == ActionRerun {
 			// The slot is taken now, as for a command.
-			if release, ok = a.s.acquire(); ok {
+			if release, ok = a.s.Acquire(); ok {
 				job = func(ctx context.Context) { defer release(); a.rerun(ctx, o, v, release) }
 			}
 		}
@@ -873,7 +872,7 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 				release()
 			}
 			// The answer to a click carries no message: say it in one post.
-			a.s.background(func() { a.postBusy(o) })
+			a.s.Background(func() { a.postBusy(o) })
 		}
 		w.WriteHeader(http.StatusOK)
 		return
@@ -889,7 +888,7 @@ func (a *slackApp) postBusy(o origin) {
 	rp := a.responder(o.responseURL)
 	rp.tries = 1
 	if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: a.busyText()}); err != nil {
-		a.s.log.Warn("slack: posting to response_url", "err", err)
+		a.s.Log().Warn("slack: posting to response_url", "err", err)
 	}
 }
 
@@ -927,9 +926,9 @@ func (a *slackApp) rerun(ctx context.Context, o origin, v buttonValue, release f
 	end := a.now()
 	// Not the latest window the server tracks (one hour, whatever the
 	// default): neither the metrics nor the report pages take it.
-	d, runs, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(v.TargetModel), Window: slackRerunWindow, End: end, Trigger: TriggerSlash})
+	d, runs, err := a.s.DiagnoseHeld(ctx, core.Request{Selector: ModelSelector(v.TargetModel), Window: slackRerunWindow, End: end, Trigger: core.TriggerSlash})
 	release()
-	a.s.log.Info("slack re-run", "model", v.TargetModel, "err", err)
+	a.s.Log().Info("slack re-run", "model", v.TargetModel, "err", err)
 	if err != nil {
 		a.postFailure(ctx, rp, o, v.TargetModel, slackRerunWindow, err)
 		return
@@ -945,7 +944,7 @@ func (a *slackApp) details(ctx context.Context, o origin, v buttonValue) {
 	msgs, ok := a.runs.get(v.Run, a.now())
 	if !ok {
 		window, _ := prom.ParseWindow(v.Window)
-		d, err := a.s.Diagnose(ctx, Request{Selector: modelSelector(v.Model), Window: window, End: time.Unix(v.End, 0), Trigger: TriggerSlash})
+		d, err := a.s.Diagnose(ctx, core.Request{Selector: ModelSelector(v.Model), Window: window, End: time.Unix(v.End, 0), Trigger: core.TriggerSlash})
 		if err != nil {
 			a.postFailure(ctx, rp, o, v.Model, window, err)
 			return
@@ -967,7 +966,7 @@ func (a *slackApp) details(ctx context.Context, o origin, v buttonValue) {
 			text = "The target " + mrkdwnCode(v.Name) + " is no longer in the diagnosis of that window."
 		}
 		if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text}); err != nil {
-			a.s.log.Warn("slack: posting to response_url", "err", err)
+			a.s.Log().Warn("slack: posting to response_url", "err", err)
 		}
 		return
 	}
@@ -976,7 +975,7 @@ func (a *slackApp) details(ctx context.Context, o origin, v buttonValue) {
 		d.ReplaceOriginal = false
 		d.ThreadTimestamp = o.threadTS
 		if err := rp.post(ctx, d); err != nil {
-			a.s.log.Warn("slack: posting details to response_url", "target", m.Target, "err", err)
+			a.s.Log().Warn("slack: posting details to response_url", "target", m.Target, "err", err)
 			return
 		}
 	}
@@ -1076,9 +1075,9 @@ func (r *responder) post(ctx context.Context, m slack.WebhookMessage) error {
 	err := p.Respond(ctx, r.url, m)
 	// Counted in llmdoctor_slack_posts_total with every other post.
 	if err != nil {
-		r.a.s.metrics.posted(nil, err)
+		r.a.s.Posted(nil, err)
 	} else {
-		r.a.s.metrics.posted([]slackkit.Result{{Via: slackkit.ResponseURL}}, nil)
+		r.a.s.Posted([]slackkit.Result{{Via: slackkit.ResponseURL}}, nil)
 	}
 	return err
 }
