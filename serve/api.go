@@ -25,11 +25,12 @@ import (
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/serve/core"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // DiagnosisPath is the API's diagnosis route; Slack messages link to it.
-const DiagnosisPath = "/api/v1/diagnosis"
+const DiagnosisPath = core.DiagnosisPath
 
 // registerAPI adds /readyz, /api/v1/diagnosis and /metrics.
 func (s *Server) registerAPI() error {
@@ -52,12 +53,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // plain writes a one-line text answer.
-func plain(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	io.WriteString(w, strings.Join(strings.Fields(msg), " ")+"\n")
-}
+func plain(w http.ResponseWriter, status int, msg string) { core.Plain(w, status, msg) }
 
 // pingProm sends the instant query "1" to the configured Prometheus with
 // its credentials: an answer with "status":"success" is ready.

@@ -19,6 +19,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/serve/alertmanager"
 	"github.com/llmdoctor/llmdoctor/serve/core"
 	"github.com/llmdoctor/llmdoctor/serve/slackapp"
 	"github.com/llmdoctor/llmdoctor/slackkit"
@@ -57,6 +58,31 @@ type Config struct {
 	Watch        *WatchConfig
 }
 
+// AlertmanagerConfig configures the Alertmanager receiver (package
+// alertmanager).
+type AlertmanagerConfig = alertmanager.Config
+
+// DefaultAlertLabels are the alert labels a receiver without Labels takes
+// into the selector; DefaultLeadIn the time before an alert's start its
+// window begins at.
+var DefaultAlertLabels = alertmanager.DefaultLabels
+
+const DefaultLeadIn = alertmanager.DefaultLeadIn
+
+// registerAlertmanager adds the receiver's route and metric when it is
+// configured.
+func (s *Server) registerAlertmanager() error {
+	am, err := alertmanager.Register(s, s.cfg.Alertmanager)
+	if err != nil || am == nil {
+		return err
+	}
+	if err := s.metrics.reg.Register(am.Collector()); err != nil {
+		return err
+	}
+	s.am = am
+	return nil
+}
+
 // SlackAppConfig configures the Slack app (package slackapp).
 type SlackAppConfig = slackapp.Config
 
@@ -88,8 +114,9 @@ type Server struct {
 	// metrics are what /metrics serves (api.go); every diagnosis and post
 	// through the server counts in them.
 	metrics *metrics
-	// am is the Alertmanager receiver's state (alertmanager.go).
-	am *amState
+	// am is the Alertmanager receiver (package alertmanager), nil when
+	// off.
+	am *alertmanager.Receiver
 	// ping checks that Prometheus answers (api.go; tests replace it).
 	ping func(ctx context.Context) error
 	// history is the runs the report pages show (history.go); base is
@@ -337,3 +364,11 @@ func (s *Server) DefaultWindow() time.Duration {
 
 // Slack is the server's Slack destination (core.Host).
 func (s *Server) Slack() slackkit.Destination { return s.cfg.Slack }
+
+// Post posts to the server's Slack destination (core.Host).
+func (s *Server) Post(ctx context.Context, msgs []slackkit.Message) ([]slackkit.Result, error) {
+	return s.post(ctx, msgs)
+}
+
+// ExternalURL is the server's address as users reach it (core.Host).
+func (s *Server) ExternalURL() string { return s.cfg.ExternalURL }

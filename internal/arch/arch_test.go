@@ -69,6 +69,8 @@ var allowed = map[string][]string{
 	// import core, never serve.
 	"serve":      {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "slackkit", "internal/", "serve/"},
 	"serve/core": {"advisor", "report", "slackkit"},
+	// The Alertmanager receiver.
+	"serve/alertmanager": {"advisor", "diagnosis", "report", "collectors/prom", "slackkit", "serve/core"},
 	// The Slack app: the slash command and the buttons.
 	"serve/slackapp": {"advisor", "diagnosis", "report", "collectors/prom", "slackkit", "serve/core"},
 }

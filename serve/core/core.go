@@ -9,8 +9,10 @@ package core
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
@@ -87,8 +89,24 @@ type Host interface {
 	MaxConcurrent() int
 	RequestTimeout() time.Duration
 	DefaultWindow() time.Duration
-	// Slack is the server's Slack destination (zero: none).
+	// Slack is the server's Slack destination (zero: none); Post posts
+	// to it with retries, counted in the server's metrics.
 	Slack() slackkit.Destination
+	Post(ctx context.Context, msgs []slackkit.Message) ([]slackkit.Result, error)
+	// ExternalURL is the server's address as users reach it ("" unknown),
+	// for links in messages.
+	ExternalURL() string
+}
+
+// DiagnosisPath is the API's diagnosis route; messages link to it.
+const DiagnosisPath = "/api/v1/diagnosis"
+
+// Plain writes a one-line text answer, as every route answers an error.
+func Plain(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	io.WriteString(w, strings.Join(strings.Fields(msg), " ")+"\n")
 }
 
 // PostDeadline bounds posting one group of messages, retries included.
