@@ -277,7 +277,7 @@ func TestSlackRejects(t *testing.T) {
 	base := time.Unix(now.Unix(), 0)
 	h.now = func() time.Time { return base }
 	cmd := slackCommandBody("diagnose llama-3-8b 30m", h.sink.url("1"))
-	click := "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","container":{"is_ephemeral":true},"actions":[{"action_id":"llmdoctor.rerun","value":"{\"tm\":\"llama-3-8b\",\"i\":0}"}]}`)
+	click := "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","container":{"is_ephemeral":true},"actions":[{"block_id":"llmdoctor-actions","action_id":"llmdoctor.rerun","value":"{\"tm\":\"llama-3-8b\",\"i\":0}"}]}`)
 	big := slackCommandBody("diagnose llama-3-8b 30m "+strings.Repeat("x", 5000), h.sink.url("1"))
 
 	type tc struct {
@@ -376,8 +376,8 @@ func TestSlackRejects(t *testing.T) {
 		{"/slack/commands", "text=%zz"},
 		{"/slack/interactions", "text=diagnose"},
 		{"/slack/interactions", "payload=%7Bnot+json"},
-		{"/slack/interactions", "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","actions":[{"action_id":"llmdoctor.rerun","value":"not ours"}]}`)},
-		{"/slack/interactions", "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","actions":[{"action_id":"llmdoctor.rerun","value":"{\"w\":\"720h\"}"}]}`)},
+		{"/slack/interactions", "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","actions":[{"block_id":"llmdoctor-actions","action_id":"llmdoctor.rerun","value":"not ours"}]}`)},
+		{"/slack/interactions", "payload=" + url.QueryEscape(`{"type":"block_actions","response_url":"`+h.sink.url("2")+`","actions":[{"block_id":"llmdoctor-actions","action_id":"llmdoctor.rerun","value":"{\"w\":\"720h\"}"}]}`)},
 	} {
 		total++
 		if w := h.do(slackSignedRequest(c.path, c.body, base, slackTestSecret)); w.Code == 400 {

@@ -5,6 +5,7 @@
 package slackapp
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -486,21 +487,24 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, r, rj)
 		return
 	}
-	form, err := url.ParseQuery(string(body))
+	// The body was read to verify it: slack-go parses it again.
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.PostForm, r.Form = nil, nil
+	sc, err := slack.SlashCommandParse(r)
 	if err != nil {
 		a.reject(w, r, &rejection{http.StatusBadRequest, "the body is not a form"})
 		return
 	}
-	if form.Get("ssl_check") == "1" {
+	if r.PostForm.Get("ssl_check") == "1" {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	name := form.Get("command")
-	cmd, usage := parseCommand(form.Get("text"), a.defaultWindow())
-	log := a.s.Log().With("user", form.Get("user_id"), "team", form.Get("team_id"), "channel", form.Get("channel_id"))
+	name := sc.Command
+	cmd, usage := parseCommand(sc.Text, a.defaultWindow())
+	log := a.s.Log().With("user", sc.UserID, "team", sc.TeamID, "channel", sc.ChannelID)
 	switch {
 	case usage != "":
-		log.Info("slack command refused", "text", form.Get("text"), "why", usage)
+		log.Info("slack command refused", "text", sc.Text, "why", usage)
 		writeAck(w, false, usage+"\n\n"+a.helpText(name))
 		return
 	case cmd.verb == "help":
@@ -510,7 +514,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 		writeAck(w, false, checklistText(name))
 		return
 	}
-	o := origin{responseURL: form.Get("response_url"), inChannel: cmd.inChannel, channel: form.Get("channel_id")}
+	o := origin{responseURL: sc.ResponseURL, inChannel: cmd.inChannel, channel: sc.ChannelID}
 	if why := a.responseURLProblem(o.responseURL); why != "" {
 		log.Warn("slack command without a usable response_url", "why", why)
 		writeAck(w, false, "llmdoctor cannot answer this command: its response_url "+why+".")
@@ -777,38 +781,6 @@ func withButtons(m report.SlackMessage, value string, ephemeral, details bool) s
 
 // ---- Buttons ----
 
-// blockActions is the part of a block_actions payload read here.
-type blockActions struct {
-	Type string `json:"type"`
-	User struct {
-		ID string `json:"id"`
-	} `json:"user"`
-	Team struct {
-		ID string `json:"id"`
-	} `json:"team"`
-	Channel struct {
-		ID string `json:"id"`
-	} `json:"channel"`
-	Container struct {
-		Type        string `json:"type"`
-		MessageTS   string `json:"message_ts"`
-		ThreadTS    string `json:"thread_ts"`
-		ChannelID   string `json:"channel_id"`
-		IsEphemeral bool   `json:"is_ephemeral"`
-	} `json:"container"`
-	Message struct {
-		TS       string `json:"ts"`
-		ThreadTS string `json:"thread_ts"`
-	} `json:"message"`
-	ResponseURL string `json:"response_url"`
-	Actions     []struct {
-		ActionID string `json:"action_id"`
-		BlockID  string `json:"block_id"`
-		Value    string `json:"value"`
-		ActionTS string `json:"action_ts"`
-	} `json:"actions"`
-}
-
 // interactions serves POST /slack/interactions: the buttons on the
 // messages posted. It answers at once and acts in the background.
 func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
@@ -822,18 +794,18 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, r, &rejection{http.StatusBadRequest, "no payload field"})
 		return
 	}
-	var p blockActions
+	var p slack.InteractionCallback
 	if err := json.Unmarshal([]byte(form.Get("payload")), &p); err != nil {
 		a.reject(w, r, &rejection{http.StatusBadRequest, "the payload is not JSON"})
 		return
 	}
-	if p.Type != string(slack.InteractionTypeBlockActions) {
+	if p.Type != slack.InteractionTypeBlockActions {
 		// Nothing else is asked of this app; Slack wants a 200 all the same.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	log := a.s.Log().With("user", p.User.ID, "team", p.Team.ID, "channel", p.Channel.ID)
-	for _, act := range p.Actions {
+	for _, act := range p.ActionCallback.BlockActions {
 		if act.ActionID != ActionDetails && act.ActionID != ActionRerun {
 			continue
 		}
@@ -849,9 +821,9 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 		}
 		o := origin{responseURL: p.ResponseURL, inChannel: !p.Container.IsEphemeral, channel: p.Channel.ID}
 		if o.inChannel {
-			o.threadTS = firstNonEmpty(p.Message.ThreadTS, p.Container.ThreadTS, p.Message.TS, p.Container.MessageTS)
+			o.threadTS = firstNonEmpty(p.Message.ThreadTimestamp, p.Container.ThreadTs, p.Message.Timestamp, p.Container.MessageTs)
 		}
-		msgTS := firstNonEmpty(p.Container.MessageTS, p.Message.TS)
+		msgTS := firstNonEmpty(p.Container.MessageTs, p.Message.Timestamp)
 		key := sha256.Sum256([]byte(p.User.ID + "\x00" + msgTS + "\x00" + act.ActionID + "\x00" + act.Value))
 		if a.clicks.add(hex.EncodeToString(key[:]), a.now().Add(slackClickTTL), a.now()) != seenNew {
 			log.Info("slack button clicked twice", "action", act.ActionID)
