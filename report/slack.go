@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/internal/units"
+	"github.com/llmdoctor/llmdoctor/slackkit"
 	"github.com/llmdoctor/llmdoctor/view"
 )
 
@@ -84,16 +85,7 @@ type SlackOptions struct {
 
 // SlackMessage is one target's message: Main is posted; Details are thread
 // replies when posting with a bot token (a webhook posts Main only).
-type SlackMessage struct {
-	// Target names the target as the reports do ("model m, instance i").
-	Target string `json:"target"`
-	// Severity is critical, warning, healthy or inconclusive: the colour
-	// of Main's bar.
-	Severity string               `json:"severity"`
-	Main     slack.WebhookMessage `json:"main"`
-	// Details are the findings, gaps and members Main has no room for.
-	Details []slack.WebhookMessage `json:"details,omitempty"`
-}
+type SlackMessage = slackkit.Message
 
 // Severities of a Slack message.
 const (
@@ -116,11 +108,11 @@ var slackColors = map[string]string{
 
 // Slack's limits, kept in slackBlocks and nowhere else.
 const (
-	slackHeaderMax = 150    // header text
-	slackTextMax   = 3000   // a section's or a context element's text
-	slackBlocksMax = 50     // blocks in one message
-	slackCharsMax  = 12_000 // all block texts of one message together
-	slackContextN  = 10     // elements of a context block
+	slackHeaderMax = slackkit.HeaderMax
+	slackTextMax   = slackkit.TextMax
+	slackBlocksMax = slackkit.BlocksMax
+	slackCharsMax  = slackkit.CharsMax
+	slackContextN  = slackkit.ContextElementsMax
 	// slackURLMax is the longest link shown as a link.
 	slackURLMax = 1500
 	// slackMoreMax is the room kept for the closing "+N more" line.
@@ -689,9 +681,7 @@ func mrkdwnNotes(notes []string) []string {
 // Text helpers. Text from data (model names, label values, messages) is
 // escaped for mrkdwn; headers are plain text, shown as they are.
 
-var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-func esc(s string) string { return mrkdwnEscaper.Replace(s) }
+func esc(s string) string { return slackkit.Escape(s) }
 
 // code is s as inline code: escaped, without backticks that would end it.
 func code(s string) string { return "`" + esc(strings.ReplaceAll(slackLine(s), "`", "'")) + "`" }
@@ -785,30 +775,7 @@ func SlackBlockChars(blocks []slack.Block) int {
 
 // slackBlockChars counts the characters of a block's texts, as Slack does
 // against its limit on a message's blocks.
-func slackBlockChars(b slack.Block) int {
-	n := 0
-	count := func(t *slack.TextBlockObject) {
-		if t != nil {
-			n += utf8.RuneCountInString(t.Text)
-		}
-	}
-	switch b := b.(type) {
-	case *slack.HeaderBlock:
-		count(b.Text)
-	case *slack.SectionBlock:
-		count(b.Text)
-		for _, f := range b.Fields {
-			count(f)
-		}
-	case *slack.ContextBlock:
-		for _, e := range b.ContextElements.Elements {
-			if t, ok := e.(*slack.TextBlockObject); ok {
-				count(t)
-			}
-		}
-	}
-	return n
-}
+func slackBlockChars(b slack.Block) int { return slackkit.BlockChars(b) }
 
 // slackBlocks lays out one message within Slack's limits on blocks and
 // characters. Blocks that must come last (the context line) are held:

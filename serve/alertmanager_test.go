@@ -427,43 +427,6 @@ func TestAlertmanagerBusy(t *testing.T) {
 	}
 }
 
-// Alert labels become matchers with their values escaped; several values
-// of a label a regular expression of the quoted values; a label some
-// alerts lack is left out. The window is at least the default.
-func TestAlertmanagerSelectorAndWindow(t *testing.T) {
-	h := newAMHarness(t, Config{Alertmanager: &AlertmanagerConfig{Labels: map[string]string{"model": "model_name", "namespace": "namespace", "pod": "pod"}}}, false)
-	at := func(ago time.Duration, labels ...string) amAlert {
-		a := amAlert{Status: "firing", StartsAt: amNow.Add(-ago), Labels: map[string]string{}}
-		for i := 0; i+1 < len(labels); i += 2 {
-			a.Labels[labels[i]] = labels[i+1]
-		}
-		return a
-	}
-	for _, tc := range []struct {
-		name   string
-		alerts []amAlert
-		sel    string
-		window time.Duration
-	}{
-		{"quotes and backslashes", []amAlert{at(time.Minute, "model", `we"ird\model`, "namespace", "prod")},
-			`model_name="we\"ird\\model",namespace="prod"`, 15 * time.Minute},
-		{"two models", []amAlert{at(2*time.Hour, "model", "a.b", "namespace", "prod"), at(time.Minute, "model", "c|d", "namespace", "prod", "pod", "p-1")},
-			`model_name=~"a\\.b|c\\|d",namespace="prod"`, 2*time.Hour + 10*time.Minute},
-		{"no labels", []amAlert{at(25*time.Hour, "alertname", "X")}, "", MaxWindow},
-		{"unknown start", []amAlert{{Status: "firing", Labels: map[string]string{"model": "m"}}}, `model_name="m"`, 15 * time.Minute},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req := h.s.amRequest(tc.alerts)
-			if req.Selector != tc.sel || req.Window != tc.window {
-				t.Fatalf("selector %s window %s, want %s and %s", req.Selector, req.Window, tc.sel, tc.window)
-			}
-			if err := CheckSelector(req.Selector); err != nil {
-				t.Fatalf("the selector does not check: %v", err)
-			}
-		})
-	}
-}
-
 // When the diagnosis fails, the group gets a short message saying so,
 // naming no server.
 func TestAlertmanagerDiagnosisFails(t *testing.T) {
@@ -554,7 +517,7 @@ func TestAlertmanagerGroupsBounded(t *testing.T) {
 		h.send(amFiring(fmt.Sprint("ns", i), "m").JSON())
 		h.settle()
 	}
-	if n := len(h.s.am.groups); n != 3 || h.s.am.order.Len() != 3 {
+	if n := h.s.am.Groups(); n != 3 {
 		t.Fatalf("%d groups remembered, want 3", n)
 	}
 	// The oldest was forgotten: it posts again; the newest does not.

@@ -19,22 +19,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/common/model"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/serve/core"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
 // DiagnosisPath is the API's diagnosis route; Slack messages link to it.
-const DiagnosisPath = "/api/v1/diagnosis"
-
-// MaxWindow is the longest window the API and the Alertmanager receiver
-// diagnose.
-const MaxWindow = 24 * time.Hour
+const DiagnosisPath = core.DiagnosisPath
 
 // registerAPI adds /readyz, /api/v1/diagnosis and /metrics.
 func (s *Server) registerAPI() error {
@@ -57,12 +53,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // plain writes a one-line text answer.
-func plain(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	io.WriteString(w, strings.Join(strings.Fields(msg), " ")+"\n")
-}
+func plain(w http.ResponseWriter, status int, msg string) { core.Plain(w, status, msg) }
 
 // pingProm sends the instant query "1" to the configured Prometheus with
 // its credentials: an answer with "status":"success" is ready.
@@ -141,7 +132,8 @@ func (s *Server) apiDiagnosis(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseRequest reads the API's parameters: selector (label matchers, as
-// --selector), window (15m, 1h30m, 1d; default the server's), end (RFC
+// --selector), window (as prom.ParseWindow reads it: 15m, 1h30m, 1d;
+// default the server's), end (RFC
 // 3339 or Unix seconds; default now).
 func (s *Server) parseRequest(q url.Values) (Request, error) {
 	var req Request
@@ -153,13 +145,13 @@ func (s *Server) parseRequest(q url.Values) (Request, error) {
 		}
 	}
 	req.Selector = strings.TrimSpace(q.Get("selector"))
-	if err := CheckSelector(req.Selector); err != nil {
-		return req, fmt.Errorf("selector: %v", err)
+	if _, err := prom.ParseMatchers(req.Selector); err != nil {
+		return req, fmt.Errorf("selector: %w", err)
 	}
 	if v := q.Get("window"); v != "" {
-		d, err := ParseWindow(v)
+		d, err := prom.ParseWindow(v)
 		if err != nil {
-			return req, fmt.Errorf("window: %v", err)
+			return req, err
 		}
 		req.Window = d
 	}
@@ -176,26 +168,6 @@ func (s *Server) parseRequest(q url.Values) (Request, error) {
 	return req, nil
 }
 
-// ParseWindow reads a window as Go (1h30m) or Prometheus (1d) writes a
-// duration, positive and at most MaxWindow.
-func ParseWindow(v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		md, merr := model.ParseDuration(v)
-		if merr != nil {
-			return 0, fmt.Errorf("%q is not a duration like 15m, 1h30m or 1d", v)
-		}
-		d = time.Duration(md)
-	}
-	switch {
-	case d <= 0:
-		return 0, fmt.Errorf("%q: want a positive duration", v)
-	case d > MaxWindow:
-		return 0, fmt.Errorf("%q is longer than %s", v, model.Duration(MaxWindow))
-	}
-	return d, nil
-}
-
 func parseTime(v string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t, nil
@@ -205,65 +177,6 @@ func parseTime(v string) (time.Time, error) {
 		return time.Unix(0, int64(f*1e9)).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-11-30T12:00:00Z) or Unix seconds", v)
-}
-
-// CheckSelector accepts a comma-separated list of PromQL label matchers
-// (name op "value", op one of = != =~ !~, value quoted with ", ' or `),
-// the form a selector is added to every query in; anything else could
-// change the queries' meaning.
-func CheckSelector(sel string) error {
-	i, n := 0, len(sel)
-	space := func() {
-		for i < n && (sel[i] == ' ' || sel[i] == '\t') {
-			i++
-		}
-	}
-	for {
-		space()
-		if i == n {
-			return nil
-		}
-		start := i
-		for i < n && (sel[i] == '_' || sel[i] >= 'a' && sel[i] <= 'z' || sel[i] >= 'A' && sel[i] <= 'Z' || i > start && sel[i] >= '0' && sel[i] <= '9') {
-			i++
-		}
-		if i == start {
-			return fmt.Errorf("%q: want label matchers like namespace=\"prod\",model_name=~\"llama.*\"", sel)
-		}
-		space()
-		switch {
-		case strings.HasPrefix(sel[i:], "=~"), strings.HasPrefix(sel[i:], "!~"), strings.HasPrefix(sel[i:], "!="):
-			i += 2
-		case strings.HasPrefix(sel[i:], "="):
-			i++
-		default:
-			return fmt.Errorf("%q: label %s needs an operator (=, !=, =~ or !~) and a quoted value", sel, sel[start:i])
-		}
-		space()
-		if i == n || (sel[i] != '"' && sel[i] != '\'' && sel[i] != '`') {
-			return fmt.Errorf("%q: the value of %s must be quoted", sel, sel[start:i])
-		}
-		q := sel[i]
-		i++
-		for i < n && sel[i] != q {
-			if sel[i] == '\\' && q != '`' {
-				i++
-			}
-			i++
-		}
-		if i >= n {
-			return fmt.Errorf("%q: a quoted value is not closed", sel)
-		}
-		i++
-		space()
-		if i == n {
-			return nil
-		}
-		if sel[i] != ',' {
-			return fmt.Errorf("%q: matchers are separated by commas", sel)
-		}
-		i++
-	}
 }
 
 // httpError is the status and one line for a failed diagnosis.

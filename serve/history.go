@@ -19,15 +19,16 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/serve/core"
 )
 
 // What asked for a diagnosis (Request.Trigger), as the report pages name
 // it.
 const (
-	TriggerWatch        = "watch"
-	TriggerAlertmanager = "alertmanager"
-	TriggerSlash        = "slash command"
-	TriggerAPI          = "api"
+	TriggerWatch        = core.TriggerWatch
+	TriggerAlertmanager = core.TriggerAlertmanager
+	TriggerSlash        = core.TriggerSlash
+	TriggerAPI          = core.TriggerAPI
 )
 
 // History bounds: DefaultReportHistory runs are kept per target unless
@@ -76,9 +77,9 @@ type histRun struct {
 }
 
 // runRef names a recorded run of a target; the zero value is none.
-type runRef struct{ slug, id string }
+type runRef = core.RunRef
 
-func (r runRef) path() string { return "/report/" + r.slug + "/" + r.id }
+func runPath(r runRef) string { return "/report/" + r.Slug + "/" + r.ID }
 
 func newHistory(size, maxTargets int) *history {
 	return &history{size: size, maxTargets: maxTargets, byKey: map[string]*histTarget{}, bySlug: map[string]*histTarget{}, order: list.New()}
@@ -134,7 +135,7 @@ func (h *history) record(d *advisor.Diagnosis, sc runScope, now time.Time) ([]ru
 			clear(ht.runs[:n])
 			ht.runs = ht.runs[n:]
 		}
-		refs[i] = runRef{ht.slug, p.run.id}
+		refs[i] = runRef{Slug: ht.slug, ID: p.run.id}
 	}
 	if len(errs) > 0 {
 		return refs, fmt.Errorf("not kept for the report pages: %w", errors.Join(errs...))

@@ -56,10 +56,10 @@ func (s *Server) href(slug string, run ...string) string {
 // reportLink is the absolute URL of a run's report, for Slack; "" without
 // --external-url or a run.
 func (s *Server) reportLink(ref runRef) string {
-	if s.cfg.ExternalURL == "" || ref.slug == "" {
+	if s.cfg.ExternalURL == "" || ref.Slug == "" {
 		return ""
 	}
-	return strings.TrimRight(s.cfg.ExternalURL, "/") + ref.path()
+	return strings.TrimRight(s.cfg.ExternalURL, "/") + runPath(ref)
 }
 
 // pageIndex is GET /[?refresh=N]: every target's latest verdict, the

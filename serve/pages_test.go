@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/llmdoctor/llmdoctor/serve/slackapp"
 	"html"
 	"io"
 	"net/http"
@@ -646,7 +647,7 @@ func TestReportNarrowedRuns(t *testing.T) {
 
 	// A slash command's model_name="m1" is the target's own: its run is
 	// the whole target's latest.
-	pagesRun(t, s, f, watchDiagOf(watchTV{"m1", "decode", "warning"}), Request{Selector: modelSelector("m1"), Window: time.Hour, Latest: true, Trigger: TriggerSlash})
+	pagesRun(t, s, f, watchDiagOf(watchTV{"m1", "decode", "warning"}), Request{Selector: slackapp.ModelSelector("m1"), Window: time.Hour, Latest: true, Trigger: TriggerSlash})
 	if whole, _ = s.history.target("m1"); len(whole.runs) != 2 || whole.runs[0].trigger != TriggerSlash {
 		t.Errorf("the slash command's run of m1: %+v", whole)
 	}

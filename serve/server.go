@@ -6,7 +6,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,6 +19,9 @@ import (
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/serve/alertmanager"
+	"github.com/llmdoctor/llmdoctor/serve/core"
+	"github.com/llmdoctor/llmdoctor/serve/slackapp"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
@@ -56,27 +58,49 @@ type Config struct {
 	Watch        *WatchConfig
 }
 
-// Request says what to diagnose: a selector added to every query and the
-// window ending at End (zero: now).
-type Request struct {
-	Selector string
-	Window   time.Duration
-	End      time.Time
-	// Latest marks a diagnosis of the current window made by the server's
-	// own work (watch, Alertmanager, slash command): only those set the
-	// verdict metrics and are kept for the report pages, so an API call
-	// over another window or a narrower selector cannot overwrite what
-	// alerts read, nor push runs out of the history.
-	Latest bool
-	// Trigger says what asked (TriggerWatch, …); the report pages show it.
-	Trigger string
-	// Reason says, in a few words, why it asked ("alert HighTTFT"), for
-	// the report pages ("": the trigger says enough).
-	Reason string
+// AlertmanagerConfig configures the Alertmanager receiver (package
+// alertmanager).
+type AlertmanagerConfig = alertmanager.Config
+
+// DefaultAlertLabels are the alert labels a receiver without Labels takes
+// into the selector; DefaultLeadIn the time before an alert's start its
+// window begins at.
+var DefaultAlertLabels = alertmanager.DefaultLabels
+
+const DefaultLeadIn = alertmanager.DefaultLeadIn
+
+// registerAlertmanager adds the receiver's route and metric when it is
+// configured.
+func (s *Server) registerAlertmanager() error {
+	am, err := alertmanager.Register(s, s.cfg.Alertmanager)
+	if err != nil || am == nil {
+		return err
+	}
+	if err := s.metrics.reg.Register(am.Collector()); err != nil {
+		return err
+	}
+	s.am = am
+	return nil
 }
 
+// SlackAppConfig configures the Slack app (package slackapp).
+type SlackAppConfig = slackapp.Config
+
+// DefaultSlackMaxBody bounds a request from Slack when
+// SlackAppConfig.MaxBody is zero.
+const DefaultSlackMaxBody = slackapp.DefaultMaxBody
+
+// registerSlackApp adds the Slack app's routes when it is configured.
+func (s *Server) registerSlackApp() (err error) {
+	s.slackOn, err = slackapp.Register(s, s.cfg.SlackApp)
+	return err
+}
+
+// Request says what to diagnose (core.Request).
+type Request = core.Request
+
 // ErrBusy is returned when MaxConcurrent diagnoses are in flight.
-var ErrBusy = errors.New("busy: too many diagnoses in flight, try again shortly")
+var ErrBusy = core.ErrBusy
 
 // Server serves the routes and runs the loops.
 type Server struct {
@@ -90,8 +114,9 @@ type Server struct {
 	// metrics are what /metrics serves (api.go); every diagnosis and post
 	// through the server counts in them.
 	metrics *metrics
-	// am is the Alertmanager receiver's state (alertmanager.go).
-	am *amState
+	// am is the Alertmanager receiver (package alertmanager), nil when
+	// off.
+	am *alertmanager.Receiver
 	// ping checks that Prometheus answers (api.go; tests replace it).
 	ping func(ctx context.Context) error
 	// history is the runs the report pages show (history.go); base is
@@ -238,7 +263,7 @@ func (s *Server) background(f func()) {
 }
 
 // postDeadline bounds posting one group of messages, retries included.
-const postDeadline = 2 * time.Minute
+const postDeadline = core.PostDeadline
 
 // post posts messages to the configured Slack destination, counting each
 // message in llmdoctor_slack_posts_total by result. Every part posts
@@ -291,3 +316,59 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return err
 }
+
+// The server as its front ends see it (core.Host).
+var _ core.Host = (*Server)(nil)
+
+// Acquire takes a diagnosis slot without waiting (core.Host).
+func (s *Server) Acquire() (release func(), ok bool) { return s.acquire() }
+
+// DiagnoseHeld runs a diagnosis for a caller holding a slot (core.Host).
+func (s *Server) DiagnoseHeld(ctx context.Context, req Request) (*advisor.Diagnosis, []core.RunRef, error) {
+	return s.diagnoseHeld(ctx, req)
+}
+
+// SlackMessages renders d with links to the runs' pages (core.Host).
+func (s *Server) SlackMessages(d *advisor.Diagnosis, runs []core.RunRef, o report.SlackOptions) []slackkit.Message {
+	return s.slackMessages(d, runs, o)
+}
+
+// Posted counts a post in the server's metrics (core.Host).
+func (s *Server) Posted(res []slackkit.Result, err error) { s.metrics.posted(res, err) }
+
+// Background runs f; shutdown waits for it (core.Host).
+func (s *Server) Background(f func()) { s.background(f) }
+
+// Handle serves a route (core.Host).
+func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
+
+// Now is the server's clock (core.Host).
+func (s *Server) Now() time.Time { return s.now() }
+
+// Log is the server's logger (core.Host).
+func (s *Server) Log() *slog.Logger { return s.log }
+
+// MaxConcurrent is how many diagnoses run at once (core.Host).
+func (s *Server) MaxConcurrent() int { return cap(s.sem) }
+
+// RequestTimeout bounds one diagnosis (core.Host).
+func (s *Server) RequestTimeout() time.Duration { return s.cfg.RequestTimeout }
+
+// DefaultWindow is the window of a request that names none (core.Host).
+func (s *Server) DefaultWindow() time.Duration {
+	if w := s.cfg.Prom.Options.Window; w > 0 {
+		return w
+	}
+	return 15 * time.Minute
+}
+
+// Slack is the server's Slack destination (core.Host).
+func (s *Server) Slack() slackkit.Destination { return s.cfg.Slack }
+
+// Post posts to the server's Slack destination (core.Host).
+func (s *Server) Post(ctx context.Context, msgs []slackkit.Message) ([]slackkit.Result, error) {
+	return s.post(ctx, msgs)
+}
+
+// ExternalURL is the server's address as users reach it (core.Host).
+func (s *Server) ExternalURL() string { return s.cfg.ExternalURL }

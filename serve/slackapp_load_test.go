@@ -57,7 +57,7 @@ func TestSlackLoad(t *testing.T) {
 	type result struct {
 		took time.Duration
 		code int
-		ack  ackMessage
+		ack  slackAck
 		err  error
 	}
 	results := make([]result, n)
@@ -72,8 +72,8 @@ func TestSlackLoad(t *testing.T) {
 			ts := strconv.FormatInt(time.Now().Unix(), 10)
 			req, _ := http.NewRequest(http.MethodPost, base+"/slack/commands", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set(slackTimestampHeader, ts)
-			req.Header.Set(slackSignatureHeader, slackSignature(slackTestSecret, ts, []byte(body)))
+			req.Header.Set("X-Slack-Request-Timestamp", ts)
+			req.Header.Set("X-Slack-Signature", slackSignature(slackTestSecret, ts, []byte(body)))
 			ready.Done()
 			<-startGun
 			// In bursts over half a second: slots free up and fill again.

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/slackkit"
@@ -114,8 +115,8 @@ func (s *Server) registerWatch() error {
 	case c.Hold < 0:
 		return fmt.Errorf("watch hold %d: a change must hold for 1 run or more", c.Hold)
 	}
-	if err := CheckSelector(c.Selector); err != nil {
-		return fmt.Errorf("watch selector %v", err)
+	if _, err := prom.ParseMatchers(c.Selector); err != nil {
+		return fmt.Errorf("watch selector %w", err)
 	}
 	if err := s.cfg.Slack.Validate(); err != nil {
 		return fmt.Errorf("watch posts to Slack: %v", err)
@@ -548,7 +549,7 @@ func (w *watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
 	case watchGone:
 		text := fmt.Sprintf("llmdoctor watch: %s is gone: not in the last %d diagnoses (%s apart); it was %s",
 			name, max(t.Count, 1), units.ShortDuration(w.cfg.Every), verdictLabel(t.Verdict))
-		return report.SlackMessage{Target: t.Name, Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: watchEsc(text)}}
+		return report.SlackMessage{Target: t.Name, Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: slackkit.Escape(text)}}
 	case watchFirst:
 		lead = "Watch started, not healthy now"
 	case watchNew:
@@ -559,7 +560,7 @@ func (w *watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
 		lead = "Changed from " + verdictLabel(t.Verdict) + held
 	}
 	m := a.msg
-	m.Main.Text = watchEsc(lead) + " · " + m.Main.Text
+	m.Main.Text = slackkit.Escape(lead) + " · " + m.Main.Text
 	return m
 }
 
@@ -606,8 +607,3 @@ func verdictLabel(v watchVerdict) string {
 	}
 	return "nothing posted"
 }
-
-var watchMrkdwn = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-// esc escapes text for Slack's watchMrkdwn.
-func watchEsc(s string) string { return watchMrkdwn.Replace(s) }

@@ -86,8 +86,11 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	via := string(e.Via)
-	if e.Via == Webhook {
+	switch e.Via {
+	case Webhook:
 		via = "the incoming webhook"
+	case ResponseURL:
+		via = "the command's response_url"
 	}
 	switch {
 	case e.Err != nil && e.Status == 0 && isTimeout(e.Err):
@@ -142,7 +145,13 @@ func (e *Error) hint() string {
 		check Setting
 	}
 	var hints map[string]h
-	if e.Via == Webhook {
+	switch e.Via {
+	case ResponseURL:
+		hints = map[string]h{
+			"expired_url": {"the command is over 30 minutes old: ask again", CheckNothing},
+			"used_url":    {"Slack takes 5 answers to one command: ask again", CheckNothing},
+		}
+	case Webhook:
 		hints = map[string]h{
 			"no_service":                        {"the webhook was removed or disabled, or its URL is wrong", CheckWebhook},
 			"no_active_hooks":                   {"the webhook's app has no active webhooks: create a new one", CheckWebhook},
@@ -153,7 +162,7 @@ func (e *Error) hint() string {
 			"posting_to_general_channel_denied": {"only admins may post to the webhook's channel", CheckWebhook},
 			"user_not_found":                    {"the webhook's user or channel is gone: create a new webhook", CheckWebhook},
 		}
-	} else {
+	default:
 		hints = map[string]h{
 			"not_in_channel":         {"the app is not a member of " + ch + ": invite it (/invite @your-app) or give it the chat:write.public scope", CheckChannel},
 			"channel_not_found":      {"the token sees no " + ch + ": give the channel's ID (C…, at the bottom of its details), not its name; a private channel needs the app invited", CheckChannel},
@@ -185,6 +194,8 @@ func (e *Error) hint() string {
 		return "Slack limits posting to about one message a second"
 	case e.Status >= 500:
 		return "Slack had trouble; try again later"
+	case e.Via == ResponseURL:
+		return ""
 	case e.Via == Webhook && e.Status == http.StatusOK:
 		e.Check = CheckWebhook
 		return `not Slack's "ok": is the URL an incoming webhook (https://hooks.slack.com/services/…)?`
@@ -204,7 +215,7 @@ func (e *Error) hint() string {
 // Explain fills Check (what Error would say to look at) and returns it.
 func (e *Error) Explain() Setting {
 	e.hint()
-	if e.Check == CheckNothing && e.Err != nil && e.Status == 0 {
+	if e.Check == CheckNothing && e.Err != nil && e.Status == 0 && e.Via != ResponseURL {
 		if e.Via == Webhook {
 			e.Check = CheckWebhook
 		} else {

@@ -18,30 +18,42 @@ import (
 // throw away the error code a refusal carries (invalid_payload,
 // no_service), so the request is sent here and the answer read whole.
 func (p *Poster) webhook(ctx context.Context, m *slack.WebhookMessage) *Error {
+	return p.sendJSON(ctx, Webhook, p.Dest.WebhookURL, m)
+}
+
+// sendJSON posts m as JSON to an incoming webhook or a response_url, once.
+// A webhook takes a message with HTTP 200 and the text "ok"; a
+// response_url with HTTP 200 and "ok" as text or JSON ({"ok":true}), or an
+// empty body.
+func (p *Poster) sendJSON(ctx context.Context, via Via, u string, m *slack.WebhookMessage) *Error {
+	check := CheckWebhook
+	if via != Webhook {
+		check = CheckNothing
+	}
 	body, err := json.Marshal(m)
 	if err != nil {
-		return &Error{Via: Webhook, Err: fmt.Errorf("encoding the message: %v", err), Check: CheckMessage}
+		return &Error{Via: via, Err: fmt.Errorf("encoding the message: %w", err), Check: CheckMessage}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.Dest.WebhookURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
-		return &Error{Via: Webhook, Err: errors.New("the URL cannot be requested"), Check: CheckWebhook}
+		return &Error{Via: via, Err: errors.New("the URL cannot be requested"), Check: check}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := p.client().Do(req)
 	if err != nil {
-		return &Error{Via: Webhook, Err: transportError(err)}
+		return &Error{Via: via, Err: transportError(err)}
 	}
 	defer resp.Body.Close()
 	// Slack's answers are a few bytes; a proxy's error page need not be
 	// read to the end.
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if err != nil {
-		return &Error{Via: Webhook, Status: resp.StatusCode, Err: transportError(err)}
+		return &Error{Via: via, Status: resp.StatusCode, Err: transportError(err)}
 	}
-	if resp.StatusCode == http.StatusOK && string(bytes.TrimSpace(answer)) == "ok" {
+	if resp.StatusCode == http.StatusOK && taken(via, answer) {
 		return nil
 	}
-	e := &Error{Via: Webhook, Status: resp.StatusCode}
+	e := &Error{Via: via, Status: resp.StatusCode}
 	e.Code, e.Detail = answerCode(answer, resp.Header.Get("Content-Type"))
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 		// What a rate limit or a server error sends is no help.
@@ -51,6 +63,24 @@ func (p *Poster) webhook(ctx context.Context, m *slack.WebhookMessage) *Error {
 		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), p.now())
 	}
 	return e
+}
+
+// taken says whether an HTTP 200 answer is Slack taking the message.
+func taken(via Via, answer []byte) bool {
+	t := bytes.TrimSpace(answer)
+	if string(t) == "ok" {
+		return true
+	}
+	if via == Webhook {
+		return false
+	}
+	var v struct {
+		OK *bool `json:"ok"`
+	}
+	if len(t) == 0 {
+		return true
+	}
+	return json.Unmarshal(t, &v) == nil && (v.OK == nil || *v.OK)
 }
 
 func (p *Poster) now() time.Time {

@@ -1,4 +1,7 @@
-// Package slackkit posts the Slack messages the report package renders:
+// Package slackkit is llmdoctor's one Slack kit: the mrkdwn escaper and
+// Slack's limits on a message (mrkdwn.go), which every renderer and front
+// end uses, and the one poster with retries. It posts rendered messages
+// (Message):
 // through an incoming webhook (each target's main message), or with a bot
 // token through the Web API's chat.postMessage (each main message to the
 // channel, its details as replies in the message's thread).
@@ -11,10 +14,9 @@
 // times and never past the context's deadline. No error it returns holds
 // the webhook URL or the token.
 //
-// It is internal: the renderer's messages are slack-go types that a
-// program embedding llmdoctor can post with slack-go itself, and the
-// posting policy here (tries, waits, threads) will grow with llmdoctor
-// serve before it is worth promising.
+// The same poster answers a slash command or a button at its
+// response_url (Respond). It imports no renderer: the report package
+// imports it.
 package slackkit
 
 import (
@@ -25,8 +27,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slack-go/slack"
+
 	"github.com/llmdoctor/llmdoctor/internal/redact"
-	"github.com/llmdoctor/llmdoctor/report"
 )
 
 // DefaultAPIURL is the Slack Web API's base. GovSlack's is
@@ -56,6 +59,8 @@ type Via string
 const (
 	Webhook Via = "incoming webhook"
 	WebAPI  Via = "chat.postMessage"
+	// ResponseURL answers a slash command or a button (Respond).
+	ResponseURL Via = "response_url"
 )
 
 // Via says how the destination posts: by webhook when it has a URL.
@@ -203,7 +208,7 @@ type Poster struct {
 }
 
 // Post posts msgs to d with the default retry settings.
-func Post(ctx context.Context, d Destination, msgs []report.SlackMessage) ([]Result, error) {
+func Post(ctx context.Context, d Destination, msgs []Message) ([]Result, error) {
 	return (&Poster{Dest: d}).Post(ctx, msgs)
 }
 
@@ -211,7 +216,7 @@ func Post(ctx context.Context, d Destination, msgs []report.SlackMessage) ([]Res
 // its details as replies in the main message's thread. It stops at the
 // first message Slack refuses, and returns what was posted before it with
 // an *Error.
-func (p *Poster) Post(ctx context.Context, msgs []report.SlackMessage) ([]Result, error) {
+func (p *Poster) Post(ctx context.Context, msgs []Message) ([]Result, error) {
 	sec := &redact.Secrets{}
 	p.Dest.AddSecrets(sec)
 	if err := p.Dest.Validate(); err != nil {
@@ -256,6 +261,20 @@ func (p *Poster) Post(ctx context.Context, msgs []report.SlackMessage) ([]Result
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Respond posts m to a slash command's or a button's response_url, with
+// the poster's retries (Dest gives the HTTP client only). The URL lets
+// anyone post as the app for 30 minutes: no error holds it. Slack takes a
+// response_url 5 times; counting them is the caller's.
+func (p *Poster) Respond(ctx context.Context, responseURL string, m slack.WebhookMessage) error {
+	sec := &redact.Secrets{}
+	sec.Add(responseURL)
+	sec.AddURL(responseURL)
+	if err := p.retry(ctx, sec, "", 0, func(ctx context.Context) *Error { return p.sendJSON(ctx, ResponseURL, responseURL, &m) }); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (p *Poster) client() *http.Client {

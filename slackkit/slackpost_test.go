@@ -6,26 +6,22 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/slack-go/slack"
 
-	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
-	"github.com/llmdoctor/llmdoctor/report"
-	"github.com/llmdoctor/llmdoctor/rules"
 )
 
 // msg is a hand-built message as the renderer makes them: a header, a
 // section and a colour bar, with details for the thread.
-func msg(target string, details int) report.SlackMessage {
+func msg(target string, details int) Message {
 	h := slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "QUEUE-BOUND · "+target, false, false))
 	s := slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*Queueing* is 62% of TTFT", false, false), nil, nil)
-	m := report.SlackMessage{Target: target, Severity: "warning", Main: slack.WebhookMessage{
+	m := Message{Target: target, Severity: "warning", Main: slack.WebhookMessage{
 		Text:        "QUEUE-BOUND · " + target + ": queueing is 62% of TTFT",
 		Blocks:      &slack.Blocks{BlockSet: []slack.Block{h, s}},
 		Attachments: []slack.Attachment{{Color: "#d9a400"}},
@@ -72,7 +68,7 @@ func TestWebhookPostsEachMainMessage(t *testing.T) {
 	f := fakeslack.Start()
 	defer f.Close()
 	var waits []time.Duration
-	res, err := poster(webhookTo(f), &waits).Post(context.Background(), []report.SlackMessage{msg("llama", 3), msg("mistral", 0)})
+	res, err := poster(webhookTo(f), &waits).Post(context.Background(), []Message{msg("llama", 3), msg("mistral", 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +116,7 @@ func TestWebhookErrors(t *testing.T) {
 			defer f.Close()
 			f.Queue(c.answer)
 			var waits []time.Duration
-			res, err := poster(webhookTo(f), &waits).Post(context.Background(), []report.SlackMessage{msg("llama", 1), msg("mistral", 0)})
+			res, err := poster(webhookTo(f), &waits).Post(context.Background(), []Message{msg("llama", 1), msg("mistral", 0)})
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v (%T)", err, err)
@@ -162,7 +158,7 @@ func TestWebAPIPostsDetailsInTheThread(t *testing.T) {
 	f := fakeslack.Start()
 	defer f.Close()
 	var waits []time.Duration
-	res, err := poster(tokenTo(f, fakeslack.Channel), &waits).Post(context.Background(), []report.SlackMessage{msg("llama", 2), msg("mistral", 1)})
+	res, err := poster(tokenTo(f, fakeslack.Channel), &waits).Post(context.Background(), []Message{msg("llama", 2), msg("mistral", 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +222,7 @@ func TestWebAPIErrorsUnder200(t *testing.T) {
 				f.Queue(*c.answer)
 			}
 			var waits []time.Duration
-			_, err := poster(c.dest(f), &waits).Post(context.Background(), []report.SlackMessage{msg("llama", 2)})
+			_, err := poster(c.dest(f), &waits).Post(context.Background(), []Message{msg("llama", 2)})
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v (%T)", err, err)
@@ -249,7 +245,7 @@ func TestWebAPIReplyRefused(t *testing.T) {
 	defer f.Close()
 	f.Queue(fakeslack.Answer{Status: 200, Body: `{"ok":true,"channel":"C0LLMDOC","ts":"1.000001"}`})
 	var waits []time.Duration
-	res, err := poster(tokenTo(f, fakeslack.Channel), &waits).Post(context.Background(), []report.SlackMessage{msg("llama", 2)})
+	res, err := poster(tokenTo(f, fakeslack.Channel), &waits).Post(context.Background(), []Message{msg("llama", 2)})
 	// The queued answer gave a ts the fake never issued: the reply's
 	// thread is not found.
 	if err == nil || !strings.Contains(err.Error(), "posting llama to Slack (thread reply 1): chat.postMessage answered thread_not_found") {
@@ -298,7 +294,7 @@ func TestRetries(t *testing.T) {
 					d = tokenTo(f, fakeslack.Channel)
 				}
 				var waits []time.Duration
-				res, err := poster(d, &waits).Post(context.Background(), []report.SlackMessage{msg("llama", 0)})
+				res, err := poster(d, &waits).Post(context.Background(), []Message{msg("llama", 0)})
 				if fmt.Sprint(waits) != fmt.Sprint(c.waits) {
 					t.Errorf("waited %v, want %v", waits, c.waits)
 				}
@@ -335,7 +331,7 @@ func TestRetryStopsAtTheDeadline(t *testing.T) {
 	// The fake clock puts the deadline 5 s away.
 	dl, _ := ctx.Deadline()
 	p.Now = func() time.Time { return dl.Add(-5 * time.Second) }
-	_, err := p.Post(ctx, []report.SlackMessage{msg("llama", 0)})
+	_, err := p.Post(ctx, []Message{msg("llama", 0)})
 	if err == nil || !strings.Contains(err.Error(), "gave up: the next try, 10s on, would come after the deadline") || len(waits) != 0 {
 		t.Fatalf("error %v, waits %v", err, waits)
 	}
@@ -358,7 +354,7 @@ func TestContextDeadline(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			var waits []time.Duration
-			_, err := poster(d, &waits).Post(ctx, []report.SlackMessage{msg("llama", 0)})
+			_, err := poster(d, &waits).Post(ctx, []Message{msg("llama", 0)})
 			if err == nil || !strings.Contains(err.Error(), "no answer from") || !strings.Contains(err.Error(), "in time (context deadline exceeded)") {
 				t.Fatalf("error: %v", err)
 			}
@@ -385,7 +381,7 @@ func TestUnreachableShowsNoSecret(t *testing.T) {
 		{Token: fakeslack.Token, Channel: fakeslack.Channel, APIURL: base + "/api"},
 	} {
 		var waits []time.Duration
-		_, err := poster(d, &waits).Post(context.Background(), []report.SlackMessage{msg("llama", 0)})
+		_, err := poster(d, &waits).Post(context.Background(), []Message{msg("llama", 0)})
 		var e *Error
 		if !errors.As(err, &e) || !strings.Contains(err.Error(), "cannot reach") || !strings.Contains(err.Error(), "connection refused") {
 			t.Fatalf("error: %v", err)
@@ -425,7 +421,7 @@ func TestValidate(t *testing.T) {
 		}
 	}
 	// Post refuses the same before sending anything.
-	if _, err := Post(context.Background(), Destination{Token: "xoxb-1"}, []report.SlackMessage{msg("x", 0)}); err == nil {
+	if _, err := Post(context.Background(), Destination{Token: "xoxb-1"}, []Message{msg("x", 0)}); err == nil {
 		t.Error("posted without a channel")
 	}
 }
@@ -463,51 +459,13 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-// What the renderer makes of a real diagnosis posts both ways within
-// Slack's limits (the fake refuses a message that breaks one).
-func TestRenderedDiagnosisPosts(t *testing.T) {
-	t.Parallel()
-	set, err := rules.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join("..", "examples", "queueing")
-	d, err := diagnosis.Run(context.Background(), diagnosis.Sources{Snapshots: []string{filepath.Join(dir, "start.prom"), filepath.Join(dir, "end.prom")},
-		SnapshotInterval: 15 * time.Minute},
-		set, &rules.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := report.SlackDiagnosis(d, report.SlackOptions{ReportURL: "https://reports.example.com/r/1", GraphURL: "https://grafana.example.com/explore"})
-	if len(msgs) == 0 {
-		t.Fatal("no messages rendered")
-	}
-	for _, dest := range []func(*fakeslack.Server) Destination{webhookTo, func(f *fakeslack.Server) Destination { return tokenTo(f, fakeslack.Channel) }} {
-		f := fakeslack.Start()
-		var waits []time.Duration
-		res, err := poster(dest(f), &waits).Post(context.Background(), msgs)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, f.Summary())
-		}
-		for _, r := range f.Requests() {
-			if len(r.Problems) > 0 || !r.Text {
-				t.Errorf("request %d: %v (text %v)", r.N, r.Problems, r.Text)
-			}
-		}
-		if len(res) != len(msgs) {
-			t.Errorf("%d results for %d messages", len(res), len(msgs))
-		}
-		f.Close()
-	}
-}
-
 // The fake holds messages to Slack's limits: one that breaks them is
 // refused, and the poster says the message is at fault.
 func TestFakeRefusesMessagesOverTheLimits(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 151)
-	over := func(blocks ...slack.Block) report.SlackMessage {
-		return report.SlackMessage{Target: "llama", Main: slack.WebhookMessage{Text: "t", Blocks: &slack.Blocks{BlockSet: blocks}}}
+	over := func(blocks ...slack.Block) Message {
+		return Message{Target: "llama", Main: slack.WebhookMessage{Text: "t", Blocks: &slack.Blocks{BlockSet: blocks}}}
 	}
 	section := func(n int) slack.Block {
 		return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Repeat("y", n), false, false), nil, nil)
@@ -516,7 +474,7 @@ func TestFakeRefusesMessagesOverTheLimits(t *testing.T) {
 	for i := range many {
 		many[i] = slack.NewDividerBlock()
 	}
-	for name, m := range map[string]report.SlackMessage{
+	for name, m := range map[string]Message{
 		"header":   over(slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, long, false, false))),
 		"section":  over(section(3001)),
 		"blocks":   over(many...),
@@ -527,7 +485,7 @@ func TestFakeRefusesMessagesOverTheLimits(t *testing.T) {
 		for _, dest := range []func(*fakeslack.Server) Destination{webhookTo, func(f *fakeslack.Server) Destination { return tokenTo(f, fakeslack.Channel) }} {
 			f := fakeslack.Start()
 			var waits []time.Duration
-			_, err := poster(dest(f), &waits).Post(context.Background(), []report.SlackMessage{m})
+			_, err := poster(dest(f), &waits).Post(context.Background(), []Message{m})
 			var e *Error
 			if !errors.As(err, &e) || e.Check != CheckMessage {
 				t.Errorf("%s: %v\n%s", name, err, f.Summary())

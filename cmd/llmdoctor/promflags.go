@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +35,8 @@ type promFlags struct {
 
 func (p *promFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&p.url, "prom", "", "Prometheus-compatible API to query (Prometheus, Thanos, Mimir, VictoriaMetrics)")
-	f.DurationVar(&p.window, "window", 15*time.Minute, "with --prom: how much history to diagnose")
+	p.window = 15 * time.Minute
+	f.Var(windowFlag{&p.window}, "window", "with --prom: how much history to diagnose: "+prom.WindowSyntax+", from "+prom.FormatWindow(prom.MinWindow)+" to "+prom.FormatWindow(prom.MaxWindow))
 	f.StringVar(&p.end, "end", "", "with --prom: end of the window: now, now-2h, RFC 3339 or Unix seconds")
 	f.DurationVar(&p.step, "step", 0, "with --prom: resolution of gauges over the window (default window/60, at least 15s)")
 	f.StringVar(&p.selector, "selector", "", `with --prom: label matchers that narrow every query, e.g. namespace="prod"; series without their labels (DCGM's) are joined through instance, pod, node or host`)
@@ -47,6 +49,33 @@ func (p *promFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&p.headers, "prom-header", nil, `extra request header "Name: value" (e.g. "X-Scope-OrgID: team-a"); repeatable`)
 	f.DurationVar(&p.timeout, "prom-timeout", 30*time.Second, "timeout of one query")
 	f.IntVar(&p.parallel, "prom-parallel", prom.DefaultParallel, "queries in flight at once (the histograms are spread over as many)")
+}
+
+// windowFlag is --window: a window as prom.ParseWindow reads it (days
+// included), within its bounds, refused as the flag is parsed.
+type windowFlag struct{ d *time.Duration }
+
+func (w windowFlag) String() string {
+	if w.d == nil {
+		return ""
+	}
+	return prom.FormatWindow(*w.d)
+}
+
+func (w windowFlag) Type() string { return "duration" }
+
+func (w windowFlag) Set(s string) error {
+	d, err := prom.ParseWindow(s)
+	var we *prom.WindowError
+	if errors.As(err, &we) {
+		// The flag's error names the value already.
+		return errors.New(we.Why)
+	}
+	if err != nil {
+		return err
+	}
+	*w.d = d
+	return nil
 }
 
 // addOneRun declares the flags of a command that reads one window once.

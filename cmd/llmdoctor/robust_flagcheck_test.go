@@ -55,15 +55,23 @@ func init() {
 			Want: `refused while flags are parsed, exit 2: invalid argument "blue" for "--color" flag: want auto, always or never`,
 			Test: refusedWith([]string{`invalid argument "blue" for "--color" flag: want auto, always or never`}, nil, snap("--color", "blue")...)},
 		robustCase{Area: "flags", Input: "--window 10s with --prom",
-			Want: "refused, exit 2: shorter than one scrape interval (Prometheus usually scrapes every 15s or more): a window that short holds one sample",
-			Test: refusedWith([]string{"--window 10s is shorter than one scrape interval", "give --window 15s or more"}, nil,
+			Want: `refused while flags are parsed, exit 2: invalid argument "10s" for "--window" flag: shorter than 15s, one scrape interval (a shorter window holds one sample)`,
+			Test: refusedWith([]string{`invalid argument "10s" for "--window" flag: shorter than 15s, one scrape interval`}, nil,
 				"diagnose", "--prom", prom, "--window", "10s")},
+		robustCase{Area: "flags", Input: "--window 30d, --window 100000h",
+			Want: `refused while flags are parsed, exit 2: invalid argument "30d" for "--window" flag: longer than 7d, the longest window llmdoctor diagnoses (serve's API and slash command say the same)`,
+			Test: func(t *testing.T) {
+				for _, w := range []string{"30d", "100000h"} {
+					refusedWith([]string{`invalid argument "` + w + `" for "--window" flag: longer than 7d, the longest window llmdoctor diagnoses`}, nil,
+						"diagnose", "--prom", prom, "--window", w)(t)
+				}
+			}},
 		robustCase{Area: "flags", Input: "--window 10m --step 1h",
 			Want: "refused, exit 2: --window 10m is shorter than --step 1h",
 			Test: refusedWith([]string{"--window 10m is shorter than --step 1h"}, nil, "diagnose", "--prom", prom, "--window", "10m", "--step", "1h")},
 		robustCase{Area: "flags", Input: "--window 0s with --prom",
-			Want: "refused, exit 2: --window 0s: want a positive duration",
-			Test: refusedWith([]string{"--window 0s: want a positive duration"}, nil, "diagnose", "--prom", prom, "--window", "0s")},
+			Want: `refused while flags are parsed, exit 2: invalid argument "0s" for "--window" flag: shorter than 15s`,
+			Test: refusedWith([]string{`invalid argument "0s" for "--window" flag: shorter than 15s`}, nil, "diagnose", "--prom", prom, "--window", "0s")},
 		robustCase{Area: "flags", Input: "--prom-cert without --prom-key",
 			Want: "refused before any file is read, exit 2: --prom-cert needs --prom-key",
 			Test: refusedWith([]string{"--prom-cert needs --prom-key"}, nil, "diagnose", "--prom", prom, "--prom-cert", "client.pem")},

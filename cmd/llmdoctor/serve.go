@@ -3,19 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"github.com/llmdoctor/llmdoctor/internal/units"
 	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -188,10 +185,7 @@ func (o *serveOpts) config(f *pflag.FlagSet) (server.Config, error) {
 	if err := (diagnosis.Sources{Prom: p, GroupBy: o.groupBy}).Validate(); err != nil {
 		return cfg, d.explain(err)
 	}
-	if p.Options.Window > server.MaxWindow {
-		return cfg, usageErr("--window %s: serve diagnoses at most %s", units.ShortDuration(p.Options.Window), units.ShortDuration(server.MaxWindow))
-	}
-	if err := server.CheckSelector(p.Options.Selector); err != nil {
+	if _, err := prom.ParseMatchers(p.Options.Selector); err != nil {
 		return cfg, usageErr("--selector: %v", err)
 	}
 	cfg.Prom = *p
@@ -330,113 +324,4 @@ func (o *serveOpts) secrets() *redact.Secrets {
 		}
 	}
 	return s
-}
-
-// applyConfig reads serve.yaml: each key is one of serve's flags without
-// its dashes, and its value what the flag would be given (a list for a
-// repeatable flag). A flag given on the command line wins over its key.
-func (o *serveOpts) applyConfig(f *pflag.FlagSet) error {
-	name := o.configFile
-	if name == "-" {
-		name = stdinName
-	}
-	data, err := o.in.read(o.configFile)
-	if err != nil {
-		return usageErr("--config: %v", err)
-	}
-	var doc yaml.MapSlice
-	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap()); err != nil {
-		return usageErr("%s: %s", name, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
-	}
-	seen := map[string]bool{}
-	for _, item := range doc {
-		key, ok := item.Key.(string)
-		if !ok {
-			return usageErr("%s: key %v is not a flag's name", name, item.Key)
-		}
-		fl := f.Lookup(key)
-		switch {
-		case seen[key]:
-			return usageErr("%s: %s is given twice", name, key)
-		case key == "config" || key == "help":
-			return usageErr("%s: %s cannot be set in the file", name, key)
-		case fl == nil || fl.Hidden:
-			return usageErr("%s: unknown key %q: keys are serve's flag names without the dashes (llmdoctor serve --help)", name, key)
-		}
-		seen[key] = true
-		if f.Changed(key) {
-			continue
-		}
-		vals, err := configValues(item.Value)
-		if err != nil {
-			return usageErr("%s: %s: %v", name, key, err)
-		}
-		if len(vals) > 1 && !repeatable(fl) {
-			return usageErr("%s: %s takes one value, not a list", name, key)
-		}
-		for _, v := range vals {
-			if err := f.Set(key, v); err != nil {
-				return usageErr("%s: %s: %v", name, key, err)
-			}
-		}
-	}
-	return nil
-}
-
-// repeatable says whether a flag takes several values.
-func repeatable(fl *pflag.Flag) bool {
-	t := fl.Value.Type()
-	return strings.HasSuffix(t, "Array") || strings.HasSuffix(t, "Slice")
-}
-
-// configValues turns a YAML value into flag values: a scalar is one, a
-// list one each, a mapping KEY=VALUE each (sorted).
-func configValues(v any) ([]string, error) {
-	scalar := func(v any) (string, error) {
-		switch x := v.(type) {
-		case nil:
-			return "", errors.New("no value")
-		case string:
-			return x, nil
-		case bool, int, int64, uint64, float64:
-			return fmt.Sprint(x), nil
-		}
-		return "", fmt.Errorf("want a value, a list or a mapping, not %T", v)
-	}
-	switch x := v.(type) {
-	case []any:
-		var out []string
-		for _, e := range x {
-			s, err := scalar(e)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, s)
-		}
-		return out, nil
-	case yaml.MapSlice, map[string]any:
-		m := map[string]any{}
-		if ms, ok := x.(yaml.MapSlice); ok {
-			for _, it := range ms {
-				m[fmt.Sprint(it.Key)] = it.Value
-			}
-		} else {
-			m = x.(map[string]any)
-		}
-		var out []string
-		for k, e := range m {
-			s, err := scalar(e)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, k+"="+s)
-		}
-		sort.Strings(out)
-		return out, nil
-	}
-	s, err := scalar(v)
-	if err != nil {
-		return nil, err
-	}
-	return []string{s}, nil
 }

@@ -3,9 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	// Imported as server: robust_secrets_test.go declares a func serve in
 	// this package.
@@ -96,8 +99,8 @@ func TestServeConfigRefusals(t *testing.T) {
 		{nil, "give --prom URL"},
 		{[]string{"--prom", "http://p:9090", "--end", "2026-01-01T00:00:00Z"}, "--end does not apply to serve"},
 		{[]string{"--prom", "prometheus:9090"}, "--prom"},
-		{[]string{"--prom", "http://p:9090", "--window", "0s"}, "--window 0s"},
-		{[]string{"--prom", "http://p:9090", "--window", "48h"}, "serve diagnoses at most 24h"},
+		{[]string{"--prom", "http://p:9090", "--window", "0s"}, `invalid argument "0s" for "--window" flag: shorter than 15s`},
+		{[]string{"--prom", "http://p:9090", "--window", "30d"}, `invalid argument "30d" for "--window" flag: longer than 7d`},
 		{[]string{"--prom", "http://p:9090", "--selector", "namespace=prod"}, "--selector"},
 		{[]string{"--prom", "http://p:9090", "--max-concurrent", "0"}, "--max-concurrent 0"},
 		{[]string{"--prom", "http://p:9090", "--request-timeout", "0s"}, "--request-timeout"},
@@ -135,5 +138,54 @@ func TestServeConfigMasksSecrets(t *testing.T) {
 	_, err := serveConfig(t, "--prom", "http://user:hunter2-hunter2@prometheus:9090", "--window", "0s")
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// serve.yaml is decoded into a typed struct, strictly: each error names
+// its line, and says what the key takes.
+func TestServeFileErrorsNameTheLine(t *testing.T) {
+	for body, want := range map[string]string{
+		"prom: http://p:9090\n\nwindw: 15m\n":              `line 3: unknown key "windw": keys are serve's flag names`,
+		"prom: http://p:9090\nmax-concurrent: two\n":       "line 2: max-concurrent takes a whole number",
+		"prom: http://p:9090\nwatch: sometimes\n":          "line 2: watch takes true or false",
+		"prom: http://p:9090\nlisten: [a, b]\n":            "line 2: listen takes one value",
+		"prom: http://p:9090\ngroup-by: {a: b}\n":          "line 2: group-by: want a value or a list of values",
+		"prom: http://p:9090\nprom: http://q:9090\n":       "line 2",
+		"prom: http://p:9090\n# the window\nwindow: 30d\n": `line 3: window: invalid argument "30d" for "--window" flag: longer than 7d`,
+		"prom: http://p:9090\nconfig: other.yaml\n":        "line 2: config cannot be set in the file",
+		"- prom\n": "line 1: want settings as key: value",
+		"prom: http://p:9090\nrequest-timeout: soon\n":             `line 2: request-timeout: invalid argument "soon"`,
+		"prom: http://p:9090\nalertmanager-label: [a, b]\nhold: x": "line 3: hold takes a whole number",
+	} {
+		_, err := serveConfig(t, "--config", writeTemp(t, "serve.yaml", body))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v, want one line with %q", body, err, want)
+		}
+	}
+}
+
+// Every flag of serve is a key of serve.yaml, and every key a flag.
+func TestServeFileHasEveryFlag(t *testing.T) {
+	f := newServe().Flags()
+	keys := map[string]bool{}
+	ty := reflect.TypeFor[serveFile]()
+	for i := 0; i < ty.NumField(); i++ {
+		k := ty.Field(i).Tag.Get("yaml")
+		keys[k] = true
+		if fl := f.Lookup(k); fl == nil || fl.Hidden {
+			t.Errorf("serve.yaml key %s is no flag of serve", k)
+		}
+	}
+	f.VisitAll(func(fl *pflag.Flag) {
+		if !fl.Hidden && !keys[fl.Name] {
+			t.Errorf("--%s has no serve.yaml key", fl.Name)
+		}
+	})
+}
+
+func TestServeFileScalarList(t *testing.T) {
+	cfg, err := serveConfig(t, "--config", writeTemp(t, "serve.yaml", "prom: http://p:9090\ngroup-by: namespace\nwindow: 1d\n"))
+	if err != nil || len(cfg.Prom.Options.GroupBy) != 1 || cfg.Prom.Options.GroupBy[0] != "namespace" || cfg.Prom.Options.Window != 24*time.Hour {
+		t.Fatalf("%v %v %s", err, cfg.Prom.Options.GroupBy, cfg.Prom.Options.Window)
 	}
 }

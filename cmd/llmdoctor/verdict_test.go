@@ -200,7 +200,7 @@ func TestOneSecondWindowFiresNothing(t *testing.T) {
 	end := strconv.FormatInt(fx.ends["queue-bound"].Unix(), 10)
 	for _, step := range []string{"0s", "1s"} {
 		code, out, errOut := runCLI(t, "diagnose", "--prom", fx.url, "--window", "1s", "--step", step, "--end", end)
-		if code != 2 || out != "" || !strings.Contains(errOut, "shorter than one scrape interval") {
+		if code != 2 || out != "" || !strings.Contains(errOut, "shorter than 15s, one scrape interval") {
 			t.Fatalf("--step %s: exit %d, stdout %q, stderr %q", step, code, out, errOut)
 		}
 	}

@@ -17,7 +17,31 @@ type Matcher struct {
 // metric name or braces) into its matchers; ok is false when it is not
 // such a list (then nothing is known of it).
 func ParseSelector(sel string) (ms []Matcher, ok bool) {
+	ms, err := ParseMatchers(sel)
+	return ms, err == nil
+}
+
+// SelectorError is a selector that is not a list of label matchers; its
+// text says what is wrong and shows the form wanted.
+type SelectorError struct {
+	Selector string
+	// Why is what is wrong, without the selector.
+	Why string
+}
+
+func (e *SelectorError) Error() string { return fmt.Sprintf("%q: %s", e.Selector, e.Why) }
+
+// ParseMatchers reads a selector: a comma-separated list of PromQL label
+// matchers (name op "value", op one of = != =~ !~, the value quoted with
+// ", ' or `, a trailing comma allowed), the form a selector is added to
+// every query in; anything else could change the queries' meaning and is
+// a *SelectorError.
+func ParseMatchers(sel string) ([]Matcher, error) {
+	var ms []Matcher
 	i, n := 0, len(sel)
+	fail := func(format string, a ...any) ([]Matcher, error) {
+		return nil, &SelectorError{Selector: sel, Why: fmt.Sprintf(format, a...)}
+	}
 	space := func() {
 		for i < n && (sel[i] == ' ' || sel[i] == '\t' || sel[i] == '\n') {
 			i++
@@ -26,14 +50,14 @@ func ParseSelector(sel string) (ms []Matcher, ok bool) {
 	for {
 		space()
 		if i == n {
-			return ms, true
+			return ms, nil
 		}
 		start := i
 		for i < n && (sel[i] == '_' || sel[i] >= 'a' && sel[i] <= 'z' || sel[i] >= 'A' && sel[i] <= 'Z' || i > start && sel[i] >= '0' && sel[i] <= '9') {
 			i++
 		}
 		if i == start {
-			return nil, false
+			return fail(`want label matchers like namespace="prod",model_name=~"llama.*"`)
 		}
 		m := Matcher{Label: sel[start:i]}
 		space()
@@ -44,12 +68,12 @@ func ParseSelector(sel string) (ms []Matcher, ok bool) {
 			}
 		}
 		if m.Op == "" {
-			return nil, false
+			return fail("label %s needs an operator (=, !=, =~ or !~) and a quoted value", m.Label)
 		}
 		i += len(m.Op)
 		space()
 		if i == n || (sel[i] != '"' && sel[i] != '\'' && sel[i] != '`') {
-			return nil, false
+			return fail("the value of %s must be quoted", m.Label)
 		}
 		q, qs := sel[i], i
 		i++
@@ -60,22 +84,27 @@ func ParseSelector(sel string) (ms []Matcher, ok bool) {
 			i++
 		}
 		if i >= n {
-			return nil, false
+			return fail("a quoted value is not closed")
 		}
 		i++
 		v, err := unquotePromQL(sel[qs:i])
 		if err != nil {
-			return nil, false
+			return fail("the value of %s is not a valid string: %s", m.Label, sel[qs:i])
+		}
+		if m.Op == "=~" || m.Op == "!~" {
+			if _, err := regexp.Compile("^(?:" + v + ")$"); err != nil {
+				return fail("the value of %s is not a regular expression: %v", m.Label, err)
+			}
 		}
 		m.Value = v
 		m.Text = m.Label + m.Op + strconv.Quote(v)
 		ms = append(ms, m)
 		space()
 		if i == n {
-			return ms, true
+			return ms, nil
 		}
 		if sel[i] != ',' {
-			return nil, false
+			return fail("matchers are separated by commas")
 		}
 		i++
 	}

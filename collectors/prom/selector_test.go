@@ -2,6 +2,7 @@ package prom
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"path/filepath"
@@ -43,6 +44,36 @@ func TestParseSelector(t *testing.T) {
 		}
 		if ok != (want != nil) || !slices.Equal(got, want) {
 			t.Errorf("%s: %v %q, want %q", sel, ok, got, want)
+		}
+	}
+}
+
+// ParseMatchers says what is wrong with a selector it refuses, and takes
+// what Prometheus takes between braces.
+func TestParseMatchersErrors(t *testing.T) {
+	for _, ok := range []string{"", `a="b"`, ` a = "b" , c!~'d.*', e=~` + "`x|y`" + `,`, `model_name="we\"ird"`, `__name__!="x"`} {
+		if _, err := ParseMatchers(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for bad, why := range map[string]string{
+		`a`:                  "needs an operator",
+		`a=b`:                "must be quoted",
+		`{a="b"}`:            "want label matchers like",
+		`a="b"}`:             "separated by commas",
+		`a="b" or vector(1)`: "separated by commas",
+		`1a="b"`:             "want label matchers like",
+		`a=="b"`:             "must be quoted",
+		`a="b`:               "not closed",
+		`a="b\"`:             "not closed",
+		`a="b";c="d"`:        "separated by commas",
+		`a=~"(x"`:            "not a regular expression",
+		`a="\q"`:             "not a valid string",
+	} {
+		_, err := ParseMatchers(bad)
+		var se *SelectorError
+		if !errors.As(err, &se) || se.Selector != bad || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s: %v, want a *SelectorError saying %q", bad, err, why)
 		}
 	}
 }

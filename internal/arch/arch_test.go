@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	// registers.
 	"rules/gendocs": {"rules", "collectors/sglang", "collectors/vllm"},
 	"advisor":       {"evidence", "rules", "internal/units"},
-	"report":        {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart", "view"},
+	"report":        {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart", "view", "slackkit"},
 	// What a person reads of a diagnosis, a checklist and a comparison,
 	// decided once for every renderer.
 	"view":    {"advisor", "compare", "evidence", "internal/units"},
@@ -71,12 +71,20 @@ var allowed = map[string][]string{
 	"report/chart": {"internal/units"},
 	// Headless Chromium for tests of the pages.
 	"internal/testkit/browsertest": {},
-	// Posting what report rendered: it knows neither where a diagnosis
-	// came from nor the flags that chose the destination.
-	"slackkit":                   {"report", "internal/redact"},
+	// The Slack kit: the mrkdwn escaper, Slack's limits and the one
+	// poster. Below report, which renders with it: it knows neither where
+	// a diagnosis came from nor the flags that chose the destination.
+	"slackkit":                   {"internal/redact"},
 	"internal/testkit/fakeslack": {},
-	// The server: a front end like the CLI, on the same pipeline.
-	"serve": {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "slackkit", "internal/"},
+	// The server: a front end like the CLI, on the same pipeline. It
+	// implements serve/core's Host and wires its own front ends, which
+	// import core, never serve.
+	"serve":      {"advisor", "diagnosis", "report", "rules", "evidence", "collectors/", "slackkit", "internal/", "serve/"},
+	"serve/core": {"advisor", "report", "slackkit"},
+	// The Alertmanager receiver.
+	"serve/alertmanager": {"advisor", "diagnosis", "report", "collectors/prom", "slackkit", "serve/core"},
+	// The Slack app: the slash command and the buttons.
+	"serve/slackapp": {"advisor", "diagnosis", "report", "collectors/prom", "slackkit", "serve/core"},
 }
 
 type pkg struct {

@@ -1,4 +1,8 @@
-package serve
+// Package alertmanager is llmdoctor serve's Alertmanager receiver, POST
+// /alertmanager: it diagnoses each firing alert group and posts the result
+// to the server's Slack destination, once per group. It asks the server
+// through core.Host.
+package alertmanager
 
 import (
 	"container/list"
@@ -28,14 +32,15 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/serve/core"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
-// AlertmanagerConfig configures the Alertmanager receiver, POST
+// Config configures the Alertmanager receiver, POST
 // /alertmanager: a webhook receiver (payload version 4) that diagnoses each
 // firing alert group and posts the result to the server's Slack
 // destination, once per group.
-type AlertmanagerConfig struct {
+type Config struct {
 	// Token is the credential Alertmanager's http_config.authorization
 	// sends ("Authorization: Bearer <token>"); User and Password those of
 	// its basic_auth. When any is set, a request without a matching
@@ -44,7 +49,7 @@ type AlertmanagerConfig struct {
 	Token          string
 	User, Password string
 	// Labels maps an alert label to the metric label its value selects
-	// (model_name → model_name). Nil: DefaultAlertLabels.
+	// (model_name → model_name). Nil: DefaultLabels.
 	Labels map[string]string
 	// LeadIn is how long before the group's earliest alert began the
 	// window starts (default 10m); the window is never shorter than the
@@ -57,10 +62,10 @@ type AlertmanagerConfig struct {
 	MaxGroups int
 }
 
-// DefaultAlertLabels are the alert labels taken into the selector when
-// AlertmanagerConfig.Labels is nil: each selects the metric label of its
+// DefaultLabels are the alert labels taken into the selector when
+// Config.Labels is nil: each selects the metric label of its
 // own name.
-var DefaultAlertLabels = map[string]string{"model_name": "model_name", "namespace": "namespace"}
+var DefaultLabels = map[string]string{"model_name": "model_name", "namespace": "namespace"}
 
 // DefaultLeadIn is the time before an alert's start the window begins at.
 const DefaultLeadIn = 10 * time.Minute
@@ -109,15 +114,17 @@ type amGroup struct {
 	ts, channel string
 	posted      bool
 	// resolved: the resolution was taken; a firing notification starts a
-	// new message. Guarded by amState.mu.
+	// new message. Guarded by Receiver.mu.
 	resolved bool
 	since    time.Time
 	elem     *list.Element
 }
 
-// amState is the receiver's memory of groups, bounded by MaxGroups.
-type amState struct {
-	cfg           AlertmanagerConfig
+// Receiver is the receiver's state: its memory of groups, bounded by
+// MaxGroups.
+type Receiver struct {
+	s             core.Host
+	cfg           Config
 	notifications *prometheus.CounterVec
 
 	mu     sync.Mutex
@@ -137,25 +144,27 @@ const (
 	amInvalid      = "invalid"
 )
 
-// registerAlertmanager adds POST /alertmanager when configured.
-func (s *Server) registerAlertmanager() error {
-	if s.cfg.Alertmanager == nil {
-		return nil
+// Register adds POST /alertmanager to the server when cfg is given (nil:
+// no receiver). Its metric is the receiver's Collector, which the server
+// registers.
+func Register(s core.Host, cfg *Config) (*Receiver, error) {
+	if cfg == nil {
+		return nil, nil
 	}
-	c := *s.cfg.Alertmanager
-	if err := s.cfg.Slack.Validate(); err != nil {
-		return fmt.Errorf("the Alertmanager receiver posts to Slack: %v", err)
+	c := *cfg
+	if err := s.Slack().Validate(); err != nil {
+		return nil, fmt.Errorf("the Alertmanager receiver posts to Slack: %w", err)
 	}
 	if c.Labels == nil {
-		c.Labels = DefaultAlertLabels
+		c.Labels = DefaultLabels
 	}
 	for alert, metric := range c.Labels {
 		if !labelNameRe.MatchString(alert) || !labelNameRe.MatchString(metric) {
-			return fmt.Errorf("alert label %q → metric label %q: label names are letters, digits and _, not starting with a digit", alert, metric)
+			return nil, fmt.Errorf("alert label %q → metric label %q: label names are letters, digits and _, not starting with a digit", alert, metric)
 		}
 	}
 	if c.User == "" && c.Password != "" {
-		return errors.New("the Alertmanager receiver has a basic-auth password but no user")
+		return nil, errors.New("the Alertmanager receiver has a basic-auth password but no user")
 	}
 	if c.LeadIn <= 0 {
 		c.LeadIn = DefaultLeadIn
@@ -166,17 +175,24 @@ func (s *Server) registerAlertmanager() error {
 	if c.MaxGroups <= 0 {
 		c.MaxGroups = 10000
 	}
-	s.am = &amState{cfg: c, groups: map[string]*amGroup{}, order: list.New(),
+	am := &Receiver{s: s, cfg: c, groups: map[string]*amGroup{}, order: list.New(),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmdoctor_alertmanager_notifications_total",
 			Help: "Alertmanager notifications received, by what became of them."}, []string{"outcome"})}
 	for _, o := range []string{amDiagnosing, amDuplicate, amResolved, amIgnored, amBusy, amUnauthorized, amInvalid} {
-		s.am.notifications.WithLabelValues(o)
+		am.notifications.WithLabelValues(o)
 	}
-	if err := s.metrics.reg.Register(s.am.notifications); err != nil {
-		return err
-	}
-	s.mux.HandleFunc("POST /alertmanager", s.alertmanager)
-	return nil
+	s.Handle("POST /alertmanager", am.alertmanager)
+	return am, nil
+}
+
+// Collector is the receiver's metric: notifications by outcome.
+func (am *Receiver) Collector() prometheus.Collector { return am.notifications }
+
+// Groups is how many alert groups the receiver remembers.
+func (am *Receiver) Groups() int {
+	am.mu.Lock()
+	defer am.mu.Unlock()
+	return len(am.groups)
 }
 
 // alertmanager takes one notification: it answers at once and diagnoses
@@ -185,8 +201,7 @@ func (s *Server) registerAlertmanager() error {
 // payload (Alertmanager sends it again each group_interval, and counts it
 // in alertmanager_notifications_failed_total), 429 when every diagnosis
 // slot is taken (Alertmanager sends it again at the next group_interval).
-func (s *Server) alertmanager(w http.ResponseWriter, r *http.Request) {
-	am := s.am
+func (am *Receiver) alertmanager(w http.ResponseWriter, r *http.Request) {
 	if !am.authorized(r.Header.Get("Authorization")) {
 		am.count(amUnauthorized)
 		if am.cfg.Token != "" {
@@ -194,7 +209,7 @@ func (s *Server) alertmanager(w http.ResponseWriter, r *http.Request) {
 		} else {
 			w.Header().Set("WWW-Authenticate", `Basic realm="llmdoctor"`)
 		}
-		plain(w, http.StatusUnauthorized, "unauthorized: send the credential configured for the Alertmanager receiver (http_config authorization or basic_auth)")
+		core.Plain(w, http.StatusUnauthorized, "unauthorized: send the credential configured for the Alertmanager receiver (http_config authorization or basic_auth)")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, am.cfg.MaxBody))
@@ -202,30 +217,30 @@ func (s *Server) alertmanager(w http.ResponseWriter, r *http.Request) {
 		am.count(amInvalid)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			plain(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the notification is over %d bytes: lower max_alerts in the webhook config", am.cfg.MaxBody))
+			core.Plain(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the notification is over %d bytes: lower max_alerts in the webhook config", am.cfg.MaxBody))
 			return
 		}
-		plain(w, http.StatusBadRequest, "reading the notification: "+err.Error())
+		core.Plain(w, http.StatusBadRequest, "reading the notification: "+err.Error())
 		return
 	}
 	var m amMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		am.count(amInvalid)
-		plain(w, http.StatusBadRequest, "not an Alertmanager webhook notification (JSON, version 4): "+err.Error())
+		core.Plain(w, http.StatusBadRequest, "not an Alertmanager webhook notification (JSON, version 4): "+err.Error())
 		return
 	}
 	switch {
 	case m.Version != "4":
 		am.count(amInvalid)
-		plain(w, http.StatusBadRequest, fmt.Sprintf("webhook payload version %q: want \"4\"", m.Version))
+		core.Plain(w, http.StatusBadRequest, fmt.Sprintf("webhook payload version %q: want \"4\"", m.Version))
 		return
 	case m.GroupKey == "":
 		am.count(amInvalid)
-		plain(w, http.StatusBadRequest, "the notification has no groupKey")
+		core.Plain(w, http.StatusBadRequest, "the notification has no groupKey")
 		return
 	case m.Status != "firing" && m.Status != "resolved":
 		am.count(amInvalid)
-		plain(w, http.StatusBadRequest, fmt.Sprintf("status %q: want firing or resolved", m.Status))
+		core.Plain(w, http.StatusBadRequest, fmt.Sprintf("status %q: want firing or resolved", m.Status))
 		return
 	}
 	// Two routes with the same matchers give the same group key: the
@@ -234,17 +249,17 @@ func (s *Server) alertmanager(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256([]byte(m.Receiver + "\x00" + m.GroupKey))
 	key := string(sum[:])
 	if m.Status == "resolved" {
-		s.amResolve(w, &m, key)
+		am.amResolve(w, &m, key)
 		return
 	}
-	s.amFire(w, &m, key)
+	am.amFire(w, &m, key)
 }
 
 // amFire starts the diagnosis of a firing group, unless its message was
 // posted already (Alertmanager repeats a notification every
 // repeat_interval, and whenever the group changes).
-func (s *Server) amFire(w http.ResponseWriter, m *amMessage, key string) {
-	am := s.am
+func (am *Receiver) amFire(w http.ResponseWriter, m *amMessage, key string) {
+	s := am.s
 	am.mu.Lock()
 	// A repeat of the posted group is not posted again; a group whose
 	// firing alerts all started after it was posted is a new incident
@@ -253,82 +268,82 @@ func (s *Server) amFire(w http.ResponseWriter, m *amMessage, key string) {
 	if g := am.get(key); g != nil && !g.resolved && !newIncident(m.Alerts, g.since) {
 		am.mu.Unlock()
 		am.count(amDuplicate)
-		plain(w, http.StatusOK, "already posted for this group")
+		core.Plain(w, http.StatusOK, "already posted for this group")
 		return
 	}
-	release, ok := s.acquire()
+	release, ok := s.Acquire()
 	if !ok {
 		am.mu.Unlock()
 		am.count(amBusy)
 		w.Header().Set("Retry-After", "10")
-		plain(w, http.StatusTooManyRequests, ErrBusy.Error())
+		core.Plain(w, http.StatusTooManyRequests, core.ErrBusy.Error())
 		return
 	}
-	g := am.add(key, s.now())
+	g := am.add(key, s.Now())
 	am.mu.Unlock()
 	firing := firingAlerts(m.Alerts)
-	req := s.amRequest(firing)
+	req := am.amRequest(firing)
 	req.Reason = "alert " + alertName(m, firing)
 	am.count(amDiagnosing)
-	s.log.Info("alertmanager: diagnosing", "receiver", m.Receiver, "group", m.GroupKey, "alerts", len(firing),
+	s.Log().Info("alertmanager: diagnosing", "receiver", m.Receiver, "group", m.GroupKey, "alerts", len(firing),
 		"selector", req.Selector, "window", model.Duration(req.Window).String())
-	s.background(func() {
+	s.Background(func() {
 		defer close(g.done)
-		d, runs, err := s.diagnoseHeld(context.Background(), req)
+		d, runs, err := s.DiagnoseHeld(context.Background(), req)
 		release()
 		var msgs []report.SlackMessage
 		if err != nil {
-			s.log.Warn("alertmanager: diagnosis failed", "group", m.GroupKey, "selector", req.Selector, "err", err)
-			msgs = []report.SlackMessage{s.amFailure(m, firing, req, err)}
+			s.Log().Warn("alertmanager: diagnosis failed", "group", m.GroupKey, "selector", req.Selector, "err", err)
+			msgs = []report.SlackMessage{am.amFailure(m, firing, req, err)}
 		} else {
-			msgs = s.amMessages(d, runs, m, firing, req)
+			msgs = am.amMessages(d, runs, m, firing, req)
 		}
-		res, err := s.post(context.Background(), msgs)
+		res, err := s.Post(context.Background(), msgs)
 		if len(res) == 0 {
 			// Nothing reached Slack: forget the group, so that
 			// Alertmanager's next notification of it tries again.
-			s.log.Warn("alertmanager: posting failed", "group", m.GroupKey, "err", err)
+			s.Log().Warn("alertmanager: posting failed", "group", m.GroupKey, "err", err)
 			am.forget(g)
 			return
 		}
 		if err != nil {
-			s.log.Warn("alertmanager: posting the thread failed", "group", m.GroupKey, "err", err)
+			s.Log().Warn("alertmanager: posting the thread failed", "group", m.GroupKey, "err", err)
 		}
 		g.ts, g.channel, g.posted = res[0].TS, res[0].Channel, true
-		s.log.Info("alertmanager: posted", "group", m.GroupKey, "target", res[0].Target)
+		s.Log().Info("alertmanager: posted", "group", m.GroupKey, "target", res[0].Target)
 	})
-	plain(w, http.StatusOK, "diagnosing")
+	core.Plain(w, http.StatusOK, "diagnosing")
 }
 
 // amResolve posts a short "resolved" reply in the thread of the group's
 // message (bot token) or a short message (webhook). A group the receiver
 // has not posted about, or whose resolution it took already, gets
 // nothing.
-func (s *Server) amResolve(w http.ResponseWriter, m *amMessage, key string) {
-	am := s.am
+func (am *Receiver) amResolve(w http.ResponseWriter, m *amMessage, key string) {
+	s := am.s
 	am.mu.Lock()
 	g := am.get(key)
 	if g == nil || g.resolved {
 		am.mu.Unlock()
 		am.count(amIgnored)
-		plain(w, http.StatusOK, "nothing posted for this group: nothing to resolve")
+		core.Plain(w, http.StatusOK, "nothing posted for this group: nothing to resolve")
 		return
 	}
 	g.resolved = true
 	am.mu.Unlock()
 	am.count(amResolved)
 	text := "✓ resolved: " + alertName(m, m.Alerts)
-	if sel := s.amRequest(m.Alerts).Selector; sel != "" {
+	if sel := am.amRequest(m.Alerts).Selector; sel != "" {
 		text += " (" + sel + ")"
 	}
 	if !g.since.IsZero() {
-		text += fmt.Sprintf(" · llmdoctor posted its diagnosis %s ago", roundDuration(s.now().Sub(g.since)))
+		text += fmt.Sprintf(" · llmdoctor posted its diagnosis %s ago", roundDuration(s.Now().Sub(g.since)))
 	}
-	s.background(func() {
+	s.Background(func() {
 		// The firing message may still be on its way.
 		select {
 		case <-g.done:
-		case <-time.After(s.cfg.RequestTimeout + postDeadline):
+		case <-time.After(s.RequestTimeout() + core.PostDeadline):
 			return
 		}
 		if !g.posted {
@@ -336,19 +351,19 @@ func (s *Server) amResolve(w http.ResponseWriter, m *amMessage, key string) {
 		}
 		msg := report.SlackMessage{Target: "resolved", Severity: report.SlackHealthy,
 			Main: slack.WebhookMessage{Text: slackText(text), ThreadTimestamp: g.ts}}
-		if s.cfg.Slack.Via() == slackkit.WebAPI && g.ts == "" {
+		if s.Slack().Via() == slackkit.WebAPI && g.ts == "" {
 			return
 		}
-		if _, err := s.post(context.Background(), []report.SlackMessage{msg}); err != nil {
-			s.log.Warn("alertmanager: posting the resolution failed", "group", m.GroupKey, "err", err)
+		if _, err := s.Post(context.Background(), []report.SlackMessage{msg}); err != nil {
+			s.Log().Warn("alertmanager: posting the resolution failed", "group", m.GroupKey, "err", err)
 		}
 	})
-	plain(w, http.StatusOK, "resolved")
+	core.Plain(w, http.StatusOK, "resolved")
 }
 
 // authorized checks the Authorization header against the configured
 // credential in constant time.
-func (am *amState) authorized(h string) bool {
+func (am *Receiver) authorized(h string) bool {
 	c := am.cfg
 	if c.Token == "" && c.User == "" {
 		return true
@@ -376,10 +391,10 @@ func equal(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
-func (am *amState) count(outcome string) { am.notifications.WithLabelValues(outcome).Inc() }
+func (am *Receiver) count(outcome string) { am.notifications.WithLabelValues(outcome).Inc() }
 
 // get finds a group and marks it recently seen; under mu.
-func (am *amState) get(key string) *amGroup {
+func (am *Receiver) get(key string) *amGroup {
 	g, ok := am.groups[key]
 	if !ok {
 		return nil
@@ -390,7 +405,7 @@ func (am *amState) get(key string) *amGroup {
 
 // add remembers a new group, forgetting the least recently seen beyond
 // MaxGroups; under mu.
-func (am *amState) add(key string, now time.Time) *amGroup {
+func (am *Receiver) add(key string, now time.Time) *amGroup {
 	if old, ok := am.groups[key]; ok {
 		am.order.Remove(old.elem)
 	}
@@ -406,7 +421,7 @@ func (am *amState) add(key string, now time.Time) *amGroup {
 }
 
 // forget drops g, unless a newer group took its key.
-func (am *amState) forget(g *amGroup) {
+func (am *Receiver) forget(g *amGroup) {
 	am.mu.Lock()
 	defer am.mu.Unlock()
 	if am.groups[g.key] == g {
@@ -433,8 +448,9 @@ func firingAlerts(alerts []amAlert) []amAlert {
 // amRequest is what to diagnose for alerts: their labels as a selector,
 // by the configured mapping, and a window from LeadIn before the earliest
 // start until now, at least the server's default window.
-func (s *Server) amRequest(alerts []amAlert) Request {
-	labels := s.am.cfg.Labels
+func (am *Receiver) amRequest(alerts []amAlert) core.Request {
+	s := am.s
+	labels := am.cfg.Labels
 	type pair struct{ alert, metric string }
 	var pairs []pair
 	for a, mt := range labels {
@@ -463,11 +479,8 @@ func (s *Server) amRequest(alerts []amAlert) Request {
 		}
 		matchers = append(matchers, matcher(p.metric, vals))
 	}
-	now := s.now()
-	def := s.cfg.Prom.Options.Window
-	if def <= 0 {
-		def = 15 * time.Minute
-	}
+	now := s.Now()
+	def := s.DefaultWindow()
 	w := def
 	var start time.Time
 	for _, a := range alerts {
@@ -476,10 +489,10 @@ func (s *Server) amRequest(alerts []amAlert) Request {
 		}
 	}
 	if !start.IsZero() && start.Before(now) {
-		w = max(def, now.Sub(start)+s.am.cfg.LeadIn)
+		w = max(def, now.Sub(start)+am.cfg.LeadIn)
 	}
-	w = min((w+time.Minute-1)/time.Minute*time.Minute, MaxWindow)
-	return Request{Selector: strings.Join(matchers, ","), Window: w, End: now, Latest: true, Trigger: TriggerAlertmanager}
+	w = min((w+time.Minute-1)/time.Minute*time.Minute, prom.MaxWindow)
+	return core.Request{Selector: strings.Join(matchers, ","), Window: w, End: now, Latest: true, Trigger: core.TriggerAlertmanager}
 }
 
 // matcher selects a label's values: label="v", or label=~"v1|v2" with
@@ -503,8 +516,8 @@ func matcher(label string, vals map[string]bool) string {
 // reportURL links to the API's diagnosis of the same selector and window:
 // the link of a failure ("try again"), and of a target whose run was not
 // kept for the report pages.
-func (s *Server) reportURL(req Request) string {
-	if s.cfg.ExternalURL == "" {
+func (am *Receiver) reportURL(req core.Request) string {
+	if am.s.ExternalURL() == "" {
 		return ""
 	}
 	q := url.Values{"window": {model.Duration(req.Window).String()}}
@@ -514,22 +527,23 @@ func (s *Server) reportURL(req Request) string {
 	if !req.End.IsZero() {
 		q.Set("end", req.End.UTC().Format(time.RFC3339))
 	}
-	return strings.TrimRight(s.cfg.ExternalURL, "/") + DiagnosisPath + "?" + q.Encode()
+	return strings.TrimRight(am.s.ExternalURL(), "/") + core.DiagnosisPath + "?" + q.Encode()
 }
 
 // amMessages is the group's message: the most severe target's, with the
 // alert it answers named, and the other targets' main messages in its
 // thread after its details (a webhook posts the first alone). Each
 // target's message links to its run's report page.
-func (s *Server) amMessages(d *advisor.Diagnosis, runs []runRef, m *amMessage, firing []amAlert, req Request) []report.SlackMessage {
-	opts := report.SlackOptions{ReportURL: s.reportURL(req)}
+func (am *Receiver) amMessages(d *advisor.Diagnosis, runs []core.RunRef, m *amMessage, firing []amAlert, req core.Request) []report.SlackMessage {
+	s := am.s
+	opts := report.SlackOptions{ReportURL: am.reportURL(req)}
 	for _, a := range firing {
 		if u, err := url.Parse(a.GeneratorURL); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
 			opts.GraphURL = a.GeneratorURL
 			break
 		}
 	}
-	msgs := s.slackMessages(d, runs, opts)
+	msgs := s.SlackMessages(d, runs, opts)
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -538,13 +552,13 @@ func (s *Server) amMessages(d *advisor.Diagnosis, runs []runRef, m *amMessage, f
 	first := msgs[0]
 	name := alertName(m, firing)
 	// The renderer's text is escaped already.
-	first.Main.Text = mrkdwn(name) + " firing · " + first.Main.Text
-	line := fmt.Sprintf("Alertmanager: *%s* firing", mrkdwn(name))
+	first.Main.Text = slackkit.Escape(name) + " firing · " + first.Main.Text
+	line := fmt.Sprintf("Alertmanager: *%s* firing", slackkit.Escape(name))
 	if n := len(firing); n > 1 {
 		line += fmt.Sprintf(" (%d alerts)", n)
 	}
 	if req.Selector != "" {
-		line += " · diagnosed `" + mrkdwn(strings.ReplaceAll(req.Selector, "`", "'")) + "`"
+		line += " · diagnosed `" + slackkit.Escape(strings.ReplaceAll(req.Selector, "`", "'")) + "`"
 	}
 	line += " over " + model.Duration(req.Window).String()
 	if len(msgs) > 1 {
@@ -555,8 +569,8 @@ func (s *Server) amMessages(d *advisor.Diagnosis, runs []runRef, m *amMessage, f
 	for i, o := range msgs[1:] {
 		if i == maxExtraTargets {
 			more := fmt.Sprintf("+%d more targets: see the full report", len(msgs)-1-maxExtraTargets)
-			if s.cfg.ExternalURL != "" {
-				more = fmt.Sprintf("+%d more targets: each has its report on %s/", len(msgs)-1-maxExtraTargets, strings.TrimRight(s.cfg.ExternalURL, "/"))
+			if s.ExternalURL() != "" {
+				more = fmt.Sprintf("+%d more targets: each has its report on %s/", len(msgs)-1-maxExtraTargets, strings.TrimRight(s.ExternalURL(), "/"))
 			}
 			first.Details = append(first.Details, slack.WebhookMessage{Text: slackText(more)})
 			break
@@ -568,7 +582,7 @@ func (s *Server) amMessages(d *advisor.Diagnosis, runs []runRef, m *amMessage, f
 
 // amFailure is the short message posted when a group could not be
 // diagnosed. It names no server: the full error is in the log.
-func (s *Server) amFailure(m *amMessage, firing []amAlert, req Request, err error) report.SlackMessage {
+func (am *Receiver) amFailure(m *amMessage, firing []amAlert, req core.Request, err error) report.SlackMessage {
 	var (
 		ne *diagnosis.NoTargetError
 		pe *prom.Error
@@ -589,9 +603,9 @@ func (s *Server) amFailure(m *amMessage, firing []amAlert, req Request, err erro
 		why = "it took longer than the request timeout"
 	}
 	text := slackText(fmt.Sprintf("? %s firing: llmdoctor could not diagnose it over %s: %s", alertName(m, firing), model.Duration(req.Window), why))
-	if u := s.reportURL(req); u != "" {
+	if u := am.reportURL(req); u != "" {
 		// After the line is cut to its length: a cut link fails.
-		text += " · try again: " + mrkdwn(u)
+		text += " · try again: " + slackkit.Escape(u)
 	}
 	return report.SlackMessage{Target: "alert", Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: text}}
 }
@@ -644,15 +658,15 @@ func withContext(msg *slack.WebhookMessage, line string) {
 		return
 	}
 	blocks := &msg.Attachments[0].Blocks.BlockSet
-	if len(*blocks) == 0 || len(*blocks) >= 50 {
+	if len(*blocks) == 0 {
 		return
 	}
 	// One text element holds at most 3000 characters: a group of many
 	// alerts with long label values is cut, not refused by Slack.
-	if r := []rune(line); len(r) > 2900 {
-		line = string(r[:2900]) + "…"
+	if r := []rune(line); len(r) > slackkit.TextMax-100 {
+		line = string(r[:slackkit.TextMax-100]) + "…"
 	}
-	if report.SlackBlockChars(*blocks)+utf8.RuneCountInString(line) > 12_000 {
+	if !slackkit.Budget(*blocks, 1, utf8.RuneCountInString(line)) {
 		return
 	}
 	ctx := slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, line, false, false))
@@ -665,10 +679,6 @@ func withContext(msg *slack.WebhookMessage, line string) {
 	*blocks = append(out, (*blocks)[at:]...)
 }
 
-var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-func mrkdwn(s string) string { return mrkdwnEscaper.Replace(s) }
-
 // slackText is a plain text line for a message's text: one line, escaped,
 // at most 300 characters.
 func slackText(s string) string {
@@ -676,7 +686,7 @@ func slackText(s string) string {
 	if utf8.RuneCountInString(s) > 300 {
 		s = string([]rune(s)[:299]) + "…"
 	}
-	return mrkdwn(s)
+	return slackkit.Escape(s)
 }
 
 func roundDuration(d time.Duration) string {

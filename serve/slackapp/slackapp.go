@@ -1,4 +1,8 @@
-package serve
+// Package slackapp is llmdoctor serve's Slack app: the slash command
+// (POST /slack/commands) and the buttons on the messages it posts (POST
+// /slack/interactions). It asks the server (core.Host) for diagnoses and
+// renders, and posts with slackkit.
+package slackapp
 
 import (
 	"bytes"
@@ -24,16 +28,18 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/serve/core"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
-// SlackAppConfig configures the Slack app: the slash command
+// Config configures the Slack app: the slash command
 // (POST /slack/commands) and the buttons on the messages it posts
 // (POST /slack/interactions). Every request is verified with the signing
 // secret before anything in it is read.
-type SlackAppConfig struct {
+type Config struct {
 	// SigningSecret is the app's signing secret (api.slack.com → the app →
 	// Basic Information → App Credentials). Empty: the app is off.
 	SigningSecret string
@@ -68,9 +74,9 @@ const (
 	// slackMaxSkew is how far a request's timestamp may be from now, in
 	// the past or the future; a signature is remembered as long.
 	slackMaxSkew = 5 * time.Minute
-	// DefaultSlackMaxBody bounds a request's body when MaxBody is zero;
+	// DefaultMaxBody bounds a request's body when MaxBody is zero;
 	// Slack's slash commands and button payloads are a few KiB.
-	DefaultSlackMaxBody = 64 << 10
+	DefaultMaxBody = 64 << 10
 	// slackSeenMax bounds the signatures remembered against replays:
 	// more than 160 requests a second for five minutes, well past what one
 	// Slack app is sent. When full, new requests are refused (503) rather
@@ -82,9 +88,8 @@ const (
 	// responseURLUses is how many times Slack takes a post to one
 	// response_url.
 	responseURLUses = 5
-	// The windows a command may ask for, and the re-run button's.
-	slackMinWindow   = time.Minute
-	slackMaxWindow   = 24 * time.Hour
+	// The re-run button's window; a command's is any prom.ParseWindow
+	// reads.
 	slackRerunWindow = time.Hour
 	// slackModelMax bounds a model name as typed.
 	slackModelMax = 256
@@ -97,13 +102,9 @@ const (
 	// user on the same message within it (a double click).
 	slackClickTTL = 10 * time.Second
 	// The buttons' action IDs and the block holding them.
-	actionDetails = "llmdoctor.details"
-	actionRerun   = "llmdoctor.rerun"
-	actionsBlock  = "llmdoctor-actions"
-	// slackBlocksMax is Slack's limit on blocks in one message.
-	slackBlocksMax = 50
-	// slackButtonValueMax is Slack's limit on a button's value.
-	slackButtonValueMax = 2000
+	ActionDetails = "llmdoctor.details"
+	ActionRerun   = "llmdoctor.rerun"
+	ActionsBlock  = "llmdoctor-actions"
 )
 
 // defaultResponseHosts are where Slack's response_urls point (GovSlack's
@@ -112,8 +113,8 @@ var defaultResponseHosts = []string{"hooks.slack.com", "hooks.slack-gov.com"}
 
 // slackApp is the state of the Slack routes of one server.
 type slackApp struct {
-	s      *Server
-	cfg    SlackAppConfig
+	s      core.Host
+	cfg    Config
 	now    func() time.Time
 	client *http.Client
 	verify *slackVerifier
@@ -122,53 +123,52 @@ type slackApp struct {
 	jobs   chan struct{}
 }
 
-// registerSlackApp adds /slack/commands and /slack/interactions when
-// configured with a signing secret.
-func (s *Server) registerSlackApp() error {
-	if s.cfg.SlackApp == nil {
-		return nil
+// Register adds /slack/commands and /slack/interactions to the server
+// when cfg has a signing secret; on says it did.
+func Register(s core.Host, cfg *Config) (on bool, err error) {
+	if cfg == nil {
+		return false, nil
 	}
-	c := *s.cfg.SlackApp
+	c := *cfg
 	switch {
 	case c.SigningSecret == "" && c.Token != "":
-		return errors.New("the Slack app's bot token is given without its signing secret, which every request from Slack is verified with")
+		return false, errors.New("the Slack app's bot token is given without its signing secret, which every request from Slack is verified with")
 	case c.SigningSecret == "":
 		// Off: without the secret no request can be verified.
-		return nil
+		return false, nil
 	case c.ResponseHosts != nil && len(c.ResponseHosts) == 0:
-		return errors.New("the Slack app has no response_url host to answer at (Slack's is hooks.slack.com)")
+		return false, errors.New("the Slack app has no response_url host to answer at (Slack's is hooks.slack.com)")
 	}
 	if c.MaxBody <= 0 {
-		c.MaxBody = DefaultSlackMaxBody
+		c.MaxBody = DefaultMaxBody
 	}
 	if c.Token == "" {
-		c.Token = s.cfg.Slack.Token
+		c.Token = s.Slack().Token
 	}
 	if c.APIURL == "" {
-		c.APIURL = s.cfg.Slack.APIURL
+		c.APIURL = s.Slack().APIURL
 	}
 	if c.ResponseHosts == nil {
 		c.ResponseHosts = defaultResponseHosts
 	}
 	a := &slackApp{s: s, cfg: c, client: c.Client, clicks: newSeenSet(slackSeenMax), runs: &runCache{}, jobs: make(chan struct{}, slackJobsMax)}
-	s.slackOn = true
 	a.now = c.Now
 	if a.now == nil {
 		// The server's clock, read when asked: a test may set it after New.
-		a.now = func() time.Time { return s.now() }
+		a.now = s.Now
 	}
 	if a.client == nil {
 		a.client = &http.Client{Timeout: 10 * time.Second}
 	}
 	a.verify = &slackVerifier{secret: []byte(c.SigningSecret), maxBody: c.MaxBody, now: a.now, seen: newSeenSet(slackSeenMax)}
-	s.mux.HandleFunc("POST /slack/commands", a.commands)
-	s.mux.HandleFunc("POST /slack/interactions", a.interactions)
+	s.Handle("POST /slack/commands", a.commands)
+	s.Handle("POST /slack/interactions", a.interactions)
 	via := "response_url"
 	if c.Token != "" {
 		via = "chat.postMessage"
 	}
-	s.log.Info("slack app: serving /slack/commands and /slack/interactions", "in_channel_via", via, "response_hosts", strings.Join(c.ResponseHosts, ","))
-	return nil
+	s.Log().Info("slack app: serving /slack/commands and /slack/interactions", "in_channel_via", via, "response_hosts", strings.Join(c.ResponseHosts, ","))
+	return true, nil
 }
 
 // ---- Verification ----
@@ -320,7 +320,7 @@ func (s *seenSet) add(key string, until, now time.Time) seenResult {
 
 // reject answers a request that failed verification, and logs why.
 func (a *slackApp) reject(w http.ResponseWriter, r *http.Request, rj *rejection) {
-	a.s.log.Warn("slack request refused", "path", r.URL.Path, "status", rj.status, "reason", rj.reason, "remote", r.RemoteAddr)
+	a.s.Log().Warn("slack request refused", "path", r.URL.Path, "status", rj.status, "reason", rj.reason, "remote", r.RemoteAddr)
 	http.Error(w, http.StatusText(rj.status), rj.status)
 }
 
@@ -335,7 +335,7 @@ type slashCommand struct {
 }
 
 // parseCommand reads the text after the command: a verb, then for
-// diagnose a model, a window (a Go duration, 1m to 24h) and "in channel",
+// diagnose a model, a window (as prom.ParseWindow reads it) and "in channel",
 // in any order. A failure is the usage message to answer.
 func parseCommand(text string, defWindow time.Duration) (slashCommand, string) {
 	// Slack escapes &, < and > in the text; some clients turn -- into a dash.
@@ -379,21 +379,17 @@ func parseCommand(text string, defWindow time.Duration) (slashCommand, string) {
 			c.model = unquote(val)
 			continue
 		}
-		if d, err := time.ParseDuration(lw); err == nil {
-			if windowSet {
-				return c, "one window at a time: " + mrkdwnCode(fmtWindow(c.window)) + " and " + mrkdwnCode(w)
-			}
-			if d < slackMinWindow || d > slackMaxWindow {
-				return c, fmt.Sprintf("window %s is out of range: give %s to %s", mrkdwnCode(w), fmtWindow(slackMinWindow), fmtWindow(slackMaxWindow))
-			}
+		d, err := prom.ParseWindow(w)
+		var we *prom.WindowError
+		switch {
+		case err == nil && windowSet:
+			return c, "one window at a time: " + mrkdwnCode(prom.FormatWindow(c.window)) + " and " + mrkdwnCode(w)
+		case err == nil:
 			c.window, windowSet = d, true
 			continue
-		}
-		if isDays(lw) {
-			return c, fmt.Sprintf("window %s: give it in hours or minutes (24h at most), e.g. `6h` or `30m`", mrkdwnCode(w))
-		}
-		if kv && strings.EqualFold(strings.TrimLeft(key, "-"), "window") {
-			return c, fmt.Sprintf("window %s is not a duration: give e.g. `30m` or `2h`", mrkdwnCode(w))
+		case errors.As(err, &we) && (we.Bound != 0 || kv && strings.EqualFold(strings.TrimLeft(key, "-"), "window")):
+			// A duration out of bounds, or window= what is none.
+			return c, "window " + mrkdwnCode(w) + ": " + slackkit.Escape(we.Why)
 		}
 		if c.model != "" {
 			return c, "one model at a time: " + mrkdwnCode(c.model) + " and " + mrkdwnCode(w)
@@ -411,47 +407,19 @@ func parseCommand(text string, defWindow time.Duration) (slashCommand, string) {
 	return c, ""
 }
 
-// isDays says whether w is a number of days ("2d"), which Go durations
-// do not have.
-func isDays(w string) bool {
-	n, ok := strings.CutSuffix(w, "d")
-	if !ok || n == "" {
-		return false
-	}
-	_, err := strconv.ParseFloat(n, 64)
-	return err == nil
-}
-
 // unquote drops the quotes a user may put around a model name, straight
 // or typographic.
 func unquote(s string) string {
 	return strings.TrimFunc(s, func(r rune) bool { return strings.ContainsRune("\"'`“”‘’", r) })
 }
 
-// modelSelector is the label matcher for a model: model_name="…", with
+// ModelSelector is the label matcher for a model: model_name="…", with
 // backslashes, quotes and newlines escaped as PromQL strings want.
-func modelSelector(model string) string {
+func ModelSelector(model string) string {
 	if model == "" {
 		return ""
 	}
 	return `model_name="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(model) + `"`
-}
-
-// fmtWindow writes a window as people do: 30m, 1h, 1h30m, 90s as 1m30s.
-func fmtWindow(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
-// mrkdwnEscape escapes what Slack's mrkdwn reads as markup.
-func mrkdwnEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
 // mrkdwnCode shows user text as inline code.
@@ -460,31 +428,26 @@ func mrkdwnCode(s string) string {
 	if utf8.RuneCountInString(s) > 300 {
 		s = string([]rune(s)[:299]) + "…"
 	}
-	return "`" + mrkdwnEscape(strings.ReplaceAll(s, "`", "'")) + "`"
+	return "`" + slackkit.Escape(strings.ReplaceAll(s, "`", "'")) + "`"
 }
 
-func (a *slackApp) defaultWindow() time.Duration {
-	if w := a.s.cfg.Prom.Options.Window; w > 0 {
-		return w
-	}
-	return 15 * time.Minute
-}
+func (a *slackApp) defaultWindow() time.Duration { return a.s.DefaultWindow() }
 
 // helpText is the answer to help, and to a command it cannot read.
 func (a *slackApp) helpText(cmd string) string {
 	if cmd == "" {
 		cmd = "/llmdoctor"
 	}
-	cmd = mrkdwnEscape(cmd)
+	cmd = slackkit.Escape(cmd)
 	return fmt.Sprintf("*llmdoctor* diagnoses LLM serving latency (vLLM, SGLang) from this server's Prometheus.\n"+
 		"• `%[1]s diagnose [model] [window] [in channel]`: why it is slow, and what to change. "+
-		"_model_ as the `model_name` label spells it (default: every model); _window_ from 1m to 24h (default %[2]s); "+
+		"_model_ as the `model_name` label spells it (default: every model); _window_ %[3]s, from %[4]s to %[5]s (default %[2]s); "+
 		"`in channel` posts the answer for everyone, otherwise only you see it.\n"+
 		"• `%[1]s checklist [model]`: not served here yet (run `llmdoctor checklist` in CI).\n"+
 		"• `%[1]s help`: this text.\n"+
 		"Examples: `%[1]s diagnose llama-3-8b 30m`, `%[1]s diagnose meta-llama/Llama-3.1-8B-Instruct 1h in channel`.\n"+
 		"Each answer has buttons: *Details* (more findings, every gap and how to close it, per instance) and *Re-run over 1h*.",
-		cmd, fmtWindow(a.defaultWindow()))
+		cmd, prom.FormatWindow(a.defaultWindow()), prom.WindowSyntax, prom.FormatWindow(prom.MinWindow), prom.FormatWindow(prom.MaxWindow))
 }
 
 // checklistText is the answer to checklist: the pre-launch checklist
@@ -495,10 +458,10 @@ func checklistText(cmd string) string {
 	if cmd == "" {
 		cmd = "/llmdoctor"
 	}
-	return "`" + mrkdwnEscape(cmd) + " checklist` is not available in `llmdoctor serve` yet: the pre-launch checklist judges a benchmark run " +
+	return "`" + slackkit.Escape(cmd) + " checklist` is not available in `llmdoctor serve` yet: the pre-launch checklist judges a benchmark run " +
 		"(request-level files, SLO gates) that this server, reading Prometheus, does not have. Run it where the benchmark runs, e.g. in CI: " +
 		"`llmdoctor checklist --prom URL --bench run.json --slo ttft_p99=2s --output slack`. " +
-		"For the live service, ask `" + mrkdwnEscape(cmd) + " diagnose [model]`."
+		"For the live service, ask `" + slackkit.Escape(cmd) + " diagnose [model]`."
 }
 
 // ackMessage is the immediate answer to a command (the HTTP response).
@@ -524,21 +487,24 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, r, rj)
 		return
 	}
-	form, err := url.ParseQuery(string(body))
+	// The body was read to verify it: slack-go parses it again.
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.PostForm, r.Form = nil, nil
+	sc, err := slack.SlashCommandParse(r)
 	if err != nil {
 		a.reject(w, r, &rejection{http.StatusBadRequest, "the body is not a form"})
 		return
 	}
-	if form.Get("ssl_check") == "1" {
+	if r.PostForm.Get("ssl_check") == "1" {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	name := form.Get("command")
-	cmd, usage := parseCommand(form.Get("text"), a.defaultWindow())
-	log := a.s.log.With("user", form.Get("user_id"), "team", form.Get("team_id"), "channel", form.Get("channel_id"))
+	name := sc.Command
+	cmd, usage := parseCommand(sc.Text, a.defaultWindow())
+	log := a.s.Log().With("user", sc.UserID, "team", sc.TeamID, "channel", sc.ChannelID)
 	switch {
 	case usage != "":
-		log.Info("slack command refused", "text", form.Get("text"), "why", usage)
+		log.Info("slack command refused", "text", sc.Text, "why", usage)
 		writeAck(w, false, usage+"\n\n"+a.helpText(name))
 		return
 	case cmd.verb == "help":
@@ -548,7 +514,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 		writeAck(w, false, checklistText(name))
 		return
 	}
-	o := origin{responseURL: form.Get("response_url"), inChannel: cmd.inChannel, channel: form.Get("channel_id")}
+	o := origin{responseURL: sc.ResponseURL, inChannel: cmd.inChannel, channel: sc.ChannelID}
 	if why := a.responseURLProblem(o.responseURL); why != "" {
 		log.Warn("slack command without a usable response_url", "why", why)
 		writeAck(w, false, "llmdoctor cannot answer this command: its response_url "+why+".")
@@ -559,7 +525,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 		what = "model " + mrkdwnCode(cmd.model)
 	}
 	// The slot is taken now, so that "busy" is said at once.
-	release, ok := a.s.acquire()
+	release, ok := a.s.Acquire()
 	if !ok {
 		log.Info("slack command busy", "model", cmd.model, "window", cmd.window)
 		writeAck(w, false, a.busyText())
@@ -569,7 +535,7 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 	started := a.start(func(ctx context.Context) {
 		defer release()
 		rp := a.responder(o.responseURL)
-		d, runs, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(cmd.model), Window: cmd.window, End: end, Latest: true, Trigger: TriggerSlash})
+		d, runs, err := a.s.DiagnoseHeld(ctx, core.Request{Selector: ModelSelector(cmd.model), Window: cmd.window, End: end, Latest: true, Trigger: core.TriggerSlash})
 		release()
 		log.Info("slack diagnosis", "model", cmd.model, "window", cmd.window, "err", err)
 		if err != nil {
@@ -587,11 +553,11 @@ func (a *slackApp) commands(w http.ResponseWriter, r *http.Request) {
 	if cmd.inChannel {
 		where = " The answer will be posted in this channel."
 	}
-	writeAck(w, cmd.inChannel, fmt.Sprintf("Diagnosing %s over the last %s…%s", what, fmtWindow(cmd.window), where))
+	writeAck(w, cmd.inChannel, fmt.Sprintf("Diagnosing %s over the last %s…%s", what, prom.FormatWindow(cmd.window), where))
 }
 
 func (a *slackApp) busyText() string {
-	return fmt.Sprintf("llmdoctor is busy: %d diagnoses are running, its limit. Try again in a minute.", cap(a.s.sem))
+	return fmt.Sprintf("llmdoctor is busy: %d diagnoses are running, its limit. Try again in a minute.", a.s.MaxConcurrent())
 }
 
 // start runs f in the background within the bound on jobs, on a context
@@ -602,9 +568,9 @@ func (a *slackApp) start(f func(ctx context.Context)) bool {
 	default:
 		return false
 	}
-	a.s.background(func() {
+	a.s.Background(func() {
 		defer func() { <-a.jobs }()
-		ctx, cancel := context.WithTimeout(context.Background(), a.s.cfg.RequestTimeout+postDeadline)
+		ctx, cancel := context.WithTimeout(context.Background(), a.s.RequestTimeout()+core.PostDeadline)
 		defer cancel()
 		f(ctx)
 	})
@@ -637,23 +603,23 @@ func (a *slackApp) postFailure(ctx context.Context, rp *responder, o origin, mod
 	var text string
 	var nt *diagnosis.NoTargetError
 	switch {
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, core.ErrBusy):
 		text = a.busyText()
 	case errors.As(err, &nt) && nt.Why == diagnosis.NoEngineMetrics && model != "":
 		text = fmt.Sprintf("llmdoctor found no serving-engine metrics for %s over the last %s: is the name as the `model_name` label spells it? (`/llmdoctor diagnose` with no model lists every target.)",
-			what, fmtWindow(window))
+			what, prom.FormatWindow(window))
 	case errors.Is(err, context.DeadlineExceeded):
-		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s in time (%s): try a shorter window or one model.", what, fmtWindow(window), a.s.cfg.RequestTimeout)
+		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s in time (%s): try a shorter window or one model.", what, prom.FormatWindow(window), a.s.RequestTimeout())
 	default:
 		msg := err.Error()
 		if utf8.RuneCountInString(msg) > 1500 {
 			msg = string([]rune(msg)[:1500]) + "…"
 		}
-		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s: %s", what, fmtWindow(window), mrkdwnEscape(msg))
+		text = fmt.Sprintf("llmdoctor could not diagnose %s over the last %s: %s", what, prom.FormatWindow(window), slackkit.Escape(msg))
 	}
 	// A failure is the asker's business: only they see it.
 	if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text}); err != nil {
-		a.s.log.Warn("slack: posting to response_url", "err", err)
+		a.s.Log().Warn("slack: posting to response_url", "err", err)
 	}
 }
 
@@ -675,7 +641,7 @@ type buttonValue struct {
 
 func (v buttonValue) encode() string {
 	b, _ := json.Marshal(v)
-	if len(b) > slackButtonValueMax {
+	if len(b) > slackkit.ButtonValueMax {
 		v.Name = ""
 		b, _ = json.Marshal(v)
 	}
@@ -686,13 +652,13 @@ func (v buttonValue) encode() string {
 // channel", into the channel with its details in the thread; otherwise
 // to response_url with the buttons. A target whose run was kept links to
 // its report page (with --external-url).
-func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, model string, window time.Duration, end time.Time, d *advisor.Diagnosis, runs []runRef) {
-	msgs := a.s.slackMessages(d, runs, report.SlackOptions{})
+func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, model string, window time.Duration, end time.Time, d *advisor.Diagnosis, runs []core.RunRef) {
+	msgs := a.s.SlackMessages(d, runs, report.SlackOptions{})
 	run := a.runs.put(msgs, a.now())
 	off := 0
 	value := func(i int, m report.SlackMessage) buttonValue {
 		i += off
-		v := buttonValue{Run: run, Model: model, Window: fmtWindow(window), End: end.Unix(), Target: i, Name: m.Target, TargetModel: model}
+		v := buttonValue{Run: run, Model: model, Window: prom.FormatWindow(window), End: end.Unix(), Target: i, Name: m.Target, TargetModel: model}
 		if i < len(d.Targets) && d.Targets[i].Target.Model != "" {
 			v.TargetModel = d.Targets[i].Target.Model
 		}
@@ -703,10 +669,10 @@ func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, m
 		if err == nil {
 			return
 		}
-		a.s.log.Warn("slack: posting in channel with the token; the rest goes to response_url", "err", err, "posted", done)
-		note := fmt.Sprintf("llmdoctor could not post in this channel with its bot token: %s. The answer follows through this command instead (details by the button).", mrkdwnEscape(err.Error()))
+		a.s.Log().Warn("slack: posting in channel with the token; the rest goes to response_url", "err", err, "posted", done)
+		note := fmt.Sprintf("llmdoctor could not post in this channel with its bot token: %s. The answer follows through this command instead (details by the button).", slackkit.Escape(err.Error()))
 		if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: note}); err != nil {
-			a.s.log.Warn("slack: posting to response_url", "err", err)
+			a.s.Log().Warn("slack: posting to response_url", "err", err)
 		}
 		msgs, off = msgs[done:], done
 	}
@@ -719,7 +685,7 @@ func (a *slackApp) postDiagnosis(ctx context.Context, rp *responder, o origin, m
 func (a *slackApp) postMains(ctx context.Context, rp *responder, o origin, msgs []report.SlackMessage, value func(int, report.SlackMessage) buttonValue) {
 	room := rp.left()
 	if room <= 0 {
-		a.s.log.Warn("slack: the response_url is used up; answer not posted", "targets", len(msgs))
+		a.s.Log().Warn("slack: the response_url is used up; answer not posted", "targets", len(msgs))
 		return
 	}
 	var left []string
@@ -734,7 +700,7 @@ func (a *slackApp) postMains(ctx context.Context, rp *responder, o origin, msgs 
 		main.ResponseType = o.responseType()
 		main.ReplaceOriginal = false
 		if err := rp.post(ctx, main); err != nil {
-			a.s.log.Warn("slack: posting to response_url", "target", m.Target, "err", err)
+			a.s.Log().Warn("slack: posting to response_url", "target", m.Target, "err", err)
 			return
 		}
 	}
@@ -749,7 +715,7 @@ func (a *slackApp) postMains(ctx context.Context, rp *responder, o origin, msgs 
 			text = string([]rune(text)[:2900]) + "…"
 		}
 		if err := rp.post(ctx, slack.WebhookMessage{ResponseType: o.responseType(), Text: text}); err != nil {
-			a.s.log.Warn("slack: posting to response_url", "err", err)
+			a.s.Log().Warn("slack: posting to response_url", "err", err)
 		}
 	}
 }
@@ -768,7 +734,7 @@ func (a *slackApp) postWithToken(ctx context.Context, o origin, msgs []report.Sl
 	// Every result is a main message posted (a failed thread reply
 	// leaves its main message's result in).
 	res, err := p.Post(ctx, out)
-	a.s.metrics.posted(res, err)
+	a.s.Posted(res, err)
 	return len(res), err
 }
 
@@ -784,10 +750,10 @@ func withButtons(m report.SlackMessage, value string, ephemeral, details bool) s
 		if ephemeral {
 			label = "Details"
 		}
-		els = append(els, slack.NewButtonBlockElement(actionDetails, value, slack.NewTextBlockObject(slack.PlainTextType, label, false, false)))
+		els = append(els, slack.NewButtonBlockElement(ActionDetails, value, slack.NewTextBlockObject(slack.PlainTextType, label, false, false)))
 	}
-	els = append(els, slack.NewButtonBlockElement(actionRerun, value, slack.NewTextBlockObject(slack.PlainTextType, "Re-run over 1h", false, false)))
-	blk := slack.NewActionBlock(actionsBlock, els...)
+	els = append(els, slack.NewButtonBlockElement(ActionRerun, value, slack.NewTextBlockObject(slack.PlainTextType, "Re-run over 1h", false, false)))
+	blk := slack.NewActionBlock(ActionsBlock, els...)
 	n := 0
 	if main.Blocks != nil {
 		n += len(main.Blocks.BlockSet)
@@ -795,7 +761,7 @@ func withButtons(m report.SlackMessage, value string, ephemeral, details bool) s
 	for _, at := range main.Attachments {
 		n += len(at.Blocks.BlockSet)
 	}
-	if n >= slackBlocksMax {
+	if n >= slackkit.BlocksMax {
 		return main
 	}
 	if len(main.Attachments) > 0 {
@@ -815,38 +781,6 @@ func withButtons(m report.SlackMessage, value string, ephemeral, details bool) s
 
 // ---- Buttons ----
 
-// blockActions is the part of a block_actions payload read here.
-type blockActions struct {
-	Type string `json:"type"`
-	User struct {
-		ID string `json:"id"`
-	} `json:"user"`
-	Team struct {
-		ID string `json:"id"`
-	} `json:"team"`
-	Channel struct {
-		ID string `json:"id"`
-	} `json:"channel"`
-	Container struct {
-		Type        string `json:"type"`
-		MessageTS   string `json:"message_ts"`
-		ThreadTS    string `json:"thread_ts"`
-		ChannelID   string `json:"channel_id"`
-		IsEphemeral bool   `json:"is_ephemeral"`
-	} `json:"container"`
-	Message struct {
-		TS       string `json:"ts"`
-		ThreadTS string `json:"thread_ts"`
-	} `json:"message"`
-	ResponseURL string `json:"response_url"`
-	Actions     []struct {
-		ActionID string `json:"action_id"`
-		BlockID  string `json:"block_id"`
-		Value    string `json:"value"`
-		ActionTS string `json:"action_ts"`
-	} `json:"actions"`
-}
-
 // interactions serves POST /slack/interactions: the buttons on the
 // messages posted. It answers at once and acts in the background.
 func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
@@ -860,19 +794,19 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 		a.reject(w, r, &rejection{http.StatusBadRequest, "no payload field"})
 		return
 	}
-	var p blockActions
+	var p slack.InteractionCallback
 	if err := json.Unmarshal([]byte(form.Get("payload")), &p); err != nil {
 		a.reject(w, r, &rejection{http.StatusBadRequest, "the payload is not JSON"})
 		return
 	}
-	if p.Type != string(slack.InteractionTypeBlockActions) {
+	if p.Type != slack.InteractionTypeBlockActions {
 		// Nothing else is asked of this app; Slack wants a 200 all the same.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	log := a.s.log.With("user", p.User.ID, "team", p.Team.ID, "channel", p.Channel.ID)
-	for _, act := range p.Actions {
-		if act.ActionID != actionDetails && act.ActionID != actionRerun {
+	log := a.s.Log().With("user", p.User.ID, "team", p.Team.ID, "channel", p.Channel.ID)
+	for _, act := range p.ActionCallback.BlockActions {
+		if act.ActionID != ActionDetails && act.ActionID != ActionRerun {
 			continue
 		}
 		var v buttonValue
@@ -887,9 +821,9 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 		}
 		o := origin{responseURL: p.ResponseURL, inChannel: !p.Container.IsEphemeral, channel: p.Channel.ID}
 		if o.inChannel {
-			o.threadTS = firstNonEmpty(p.Message.ThreadTS, p.Container.ThreadTS, p.Message.TS, p.Container.MessageTS)
+			o.threadTS = firstNonEmpty(p.Message.ThreadTimestamp, p.Container.ThreadTs, p.Message.Timestamp, p.Container.MessageTs)
 		}
-		msgTS := firstNonEmpty(p.Container.MessageTS, p.Message.TS)
+		msgTS := firstNonEmpty(p.Container.MessageTs, p.Message.Timestamp)
 		key := sha256.Sum256([]byte(p.User.ID + "\x00" + msgTS + "\x00" + act.ActionID + "\x00" + act.Value))
 		if a.clicks.add(hex.EncodeToString(key[:]), a.now().Add(slackClickTTL), a.now()) != seenNew {
 			log.Info("slack button clicked twice", "action", act.ActionID)
@@ -899,9 +833,9 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 		log.Info("slack button", "action", act.ActionID, "model", v.TargetModel, "target", v.Name)
 		job := func(ctx context.Context) { a.details(ctx, o, v) }
 		release, ok := func() {}, true
-		if act.ActionID == actionRerun {
+		if act.ActionID == ActionRerun {
 			// The slot is taken now, as for a command.
-			if release, ok = a.s.acquire(); ok {
+			if release, ok = a.s.Acquire(); ok {
 				job = func(ctx context.Context) { defer release(); a.rerun(ctx, o, v, release) }
 			}
 		}
@@ -910,7 +844,7 @@ func (a *slackApp) interactions(w http.ResponseWriter, r *http.Request) {
 				release()
 			}
 			// The answer to a click carries no message: say it in one post.
-			a.s.background(func() { a.postBusy(o) })
+			a.s.Background(func() { a.postBusy(o) })
 		}
 		w.WriteHeader(http.StatusOK)
 		return
@@ -926,7 +860,7 @@ func (a *slackApp) postBusy(o origin) {
 	rp := a.responder(o.responseURL)
 	rp.tries = 1
 	if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: a.busyText()}); err != nil {
-		a.s.log.Warn("slack: posting to response_url", "err", err)
+		a.s.Log().Warn("slack: posting to response_url", "err", err)
 	}
 }
 
@@ -935,8 +869,7 @@ func (v buttonValue) valid() bool {
 		return false
 	}
 	if v.Window != "" {
-		d, err := time.ParseDuration(v.Window)
-		if err != nil || d < slackMinWindow || d > slackMaxWindow {
+		if _, err := prom.ParseWindow(v.Window); err != nil {
 			return false
 		}
 	}
@@ -965,9 +898,9 @@ func (a *slackApp) rerun(ctx context.Context, o origin, v buttonValue, release f
 	end := a.now()
 	// Not the latest window the server tracks (one hour, whatever the
 	// default): neither the metrics nor the report pages take it.
-	d, runs, err := a.s.diagnoseHeld(ctx, Request{Selector: modelSelector(v.TargetModel), Window: slackRerunWindow, End: end, Trigger: TriggerSlash})
+	d, runs, err := a.s.DiagnoseHeld(ctx, core.Request{Selector: ModelSelector(v.TargetModel), Window: slackRerunWindow, End: end, Trigger: core.TriggerSlash})
 	release()
-	a.s.log.Info("slack re-run", "model", v.TargetModel, "err", err)
+	a.s.Log().Info("slack re-run", "model", v.TargetModel, "err", err)
 	if err != nil {
 		a.postFailure(ctx, rp, o, v.TargetModel, slackRerunWindow, err)
 		return
@@ -982,8 +915,8 @@ func (a *slackApp) details(ctx context.Context, o origin, v buttonValue) {
 	rp := a.responder(o.responseURL)
 	msgs, ok := a.runs.get(v.Run, a.now())
 	if !ok {
-		window, _ := time.ParseDuration(v.Window)
-		d, err := a.s.Diagnose(ctx, Request{Selector: modelSelector(v.Model), Window: window, End: time.Unix(v.End, 0), Trigger: TriggerSlash})
+		window, _ := prom.ParseWindow(v.Window)
+		d, err := a.s.Diagnose(ctx, core.Request{Selector: ModelSelector(v.Model), Window: window, End: time.Unix(v.End, 0), Trigger: core.TriggerSlash})
 		if err != nil {
 			a.postFailure(ctx, rp, o, v.Model, window, err)
 			return
@@ -1005,7 +938,7 @@ func (a *slackApp) details(ctx context.Context, o origin, v buttonValue) {
 			text = "The target " + mrkdwnCode(v.Name) + " is no longer in the diagnosis of that window."
 		}
 		if err := rp.post(ctx, slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text}); err != nil {
-			a.s.log.Warn("slack: posting to response_url", "err", err)
+			a.s.Log().Warn("slack: posting to response_url", "err", err)
 		}
 		return
 	}
@@ -1014,7 +947,7 @@ func (a *slackApp) details(ctx context.Context, o origin, v buttonValue) {
 		d.ReplaceOriginal = false
 		d.ThreadTimestamp = o.threadTS
 		if err := rp.post(ctx, d); err != nil {
-			a.s.log.Warn("slack: posting details to response_url", "target", m.Target, "err", err)
+			a.s.Log().Warn("slack: posting details to response_url", "target", m.Target, "err", err)
 			return
 		}
 	}
@@ -1103,102 +1036,20 @@ func (r *responder) left() int { return responseURLUses - r.uses }
 
 var errResponseURLUsed = errors.New("the response_url was used the 5 times Slack allows")
 
-// responseError is a post Slack did not take. It never holds the URL,
-// which lets anyone post as the app for 30 minutes.
-type responseError struct {
-	status int
-	answer string
-	err    error
-}
-
-func (e *responseError) Error() string {
-	if e.err != nil {
-		return "response_url: " + e.err.Error()
-	}
-	return fmt.Sprintf("response_url answered HTTP %d %s", e.status, e.answer)
-}
-
-// post sends m, trying again after a server error (1 s, then 2 s) or a
-// rate limit (Retry-After, up to 10 s).
+// post sends m through slackkit's poster, which tries again after a
+// server error or a rate limit (Retry-After, up to 10 s).
 func (r *responder) post(ctx context.Context, m slack.WebhookMessage) error {
 	if r.left() <= 0 {
 		return errResponseURLUsed
 	}
 	r.uses++
-	body, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	err = r.retry(ctx, body)
+	p := &slackkit.Poster{Dest: slackkit.Destination{Client: r.a.client}, Tries: r.tries, MaxWait: 10 * time.Second}
+	err := p.Respond(ctx, r.url, m)
 	// Counted in llmdoctor_slack_posts_total with every other post.
 	if err != nil {
-		r.a.s.metrics.posted(nil, err)
+		r.a.s.Posted(nil, err)
 	} else {
-		r.a.s.metrics.posted([]slackkit.Result{{Via: "response_url"}}, nil)
+		r.a.s.Posted([]slackkit.Result{{Via: slackkit.ResponseURL}}, nil)
 	}
 	return err
-}
-
-func (r *responder) retry(ctx context.Context, body []byte) error {
-	for try := 1; ; try++ {
-		wait, err := r.send(ctx, body)
-		if err == nil {
-			return nil
-		}
-		if wait <= 0 || try >= r.tries || wait > 10*time.Second {
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-}
-
-// send posts once; a positive wait says a later try may succeed.
-func (r *responder) send(ctx context.Context, body []byte) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
-	if err != nil {
-		return 0, &responseError{err: errors.New("cannot be requested")}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.a.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return time.Second, &responseError{err: err}
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	text := strings.TrimSpace(string(answer))
-	var v struct {
-		OK    *bool  `json:"ok"`
-		Error string `json:"error"`
-	}
-	isJSON := json.Unmarshal(answer, &v) == nil
-	switch {
-	case resp.StatusCode == http.StatusOK && !(isJSON && v.OK != nil && !*v.OK):
-		// "ok" as text, {"ok":true} as JSON: taken.
-		return 0, nil
-	case resp.StatusCode == http.StatusTooManyRequests:
-		wait := time.Second
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			wait = time.Duration(s) * time.Second
-		}
-		return wait, &responseError{status: resp.StatusCode, answer: "(rate limited)"}
-	case resp.StatusCode >= 500:
-		return time.Second, &responseError{status: resp.StatusCode}
-	}
-	if isJSON && v.Error != "" {
-		text = v.Error
-	}
-	if len(text) > 100 {
-		text = text[:100]
-	}
-	return 0, &responseError{status: resp.StatusCode, answer: text}
 }
