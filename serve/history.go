@@ -71,7 +71,7 @@ type histRun struct {
 	id      string
 	at      time.Time
 	trigger string
-	verdict watchVerdict
+	verdict core.Verdict
 	summary string
 	gz      []byte
 }
@@ -114,7 +114,7 @@ func (h *history) record(d *advisor.Diagnosis, sc runScope, now time.Time) ([]ru
 			errs = append(errs, fmt.Errorf("%s: %v", name, err))
 			continue
 		}
-		p.run = &histRun{at: now, trigger: sc.trigger, verdict: watchVerdictOf(t), summary: t.Primary.Summary, gz: gz}
+		p.run = &histRun{at: now, trigger: sc.trigger, verdict: core.VerdictOf(t), summary: t.Primary.Summary, gz: gz}
 		preps[i] = p
 	}
 	h.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/serve/core"
 )
 
 // The report pages: GET / lists every target the server diagnosed, GET
@@ -115,7 +116,7 @@ func (s *Server) indexEntries() []report.IndexEntry {
 }
 
 // verdictRank orders verdicts for the index, the most severe first.
-func verdictRank(v watchVerdict) int {
+func verdictRank(v core.Verdict) int {
 	switch {
 	case (v.Status == "found" || v.Status == "tentative") && v.Severity == "critical":
 		return 0
@@ -130,8 +131,8 @@ func verdictRank(v watchVerdict) int {
 // howToRun says, on an empty index, what makes a target appear, as this
 // server is configured (API calls keep no run).
 func (s *Server) howToRun() string {
-	if w := s.watching(); w != nil {
-		return fmt.Sprintf("the watch lists every target after its first run (every %s)", units.ShortDuration(w.cfg.Every))
+	if s.watch != nil {
+		return fmt.Sprintf("the watch lists every target after its first run (every %s)", units.ShortDuration(s.watch.Every()))
 	}
 	var ways []string
 	if s.am != nil {
@@ -285,7 +286,7 @@ func (s *Server) refreshLink(slug string, refresh int) report.Link {
 
 // runLabel names a run in links: when, what asked, and its verdict.
 func runLabel(r *histRun) string {
-	return r.at.UTC().Format("2006-01-02 15:04:05 UTC") + " · " + r.trigger + " · " + verdictLabel(r.verdict)
+	return r.at.UTC().Format("2006-01-02 15:04:05 UTC") + " · " + r.trigger + " · " + r.verdict.Label()
 }
 
 func plural(n int) string {

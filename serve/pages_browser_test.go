@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/llmdoctor/llmdoctor/internal/testkit/browsertest"
+	"github.com/llmdoctor/llmdoctor/serve/watch/watchtest"
 )
 
 // The index and a report, as serve answers them, open in headless Chromium
@@ -12,9 +13,9 @@ import (
 func TestReportPagesInBrowser(t *testing.T) {
 	b := browsertest.Start(t)
 	s, f := newPagesServer(t, Config{})
-	targets := []watchTV{{"meta-llama/Llama-3.1-70B-Instruct", "", "healthy"}, {"m-crit", "decode", "critical"}}
-	pagesRun(t, s, f, watchDiagOf(targets...), latestWatch)
-	pagesRun(t, s, f, watchDiagOf(targets...), latestWatch)
+	targets := []watchtest.TV{{Model: "meta-llama/Llama-3.1-70B-Instruct", Bottleneck: "", Sev: "healthy"}, {Model: "m-crit", Bottleneck: "decode", Sev: "critical"}}
+	pagesRun(t, s, f, watchtest.DiagOf(targets...), latestWatch)
+	pagesRun(t, s, f, watchtest.DiagOf(targets...), latestWatch)
 	for _, path := range []string{"/", "/report/m-crit", "/?refresh=60"} {
 		w := apiGet(s, path)
 		checkPage(t, path, w, "")

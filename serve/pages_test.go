@@ -24,6 +24,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
+	"github.com/llmdoctor/llmdoctor/serve/watch/watchtest"
 )
 
 // pagesFake is a server's pipeline and clock in the page tests: each
@@ -47,7 +48,7 @@ func newPagesServer(t testing.TB, cfg Config) (*Server, *pagesFake) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &pagesFake{now: amNow, d: watchDiagOf(watchQueueCrit)}
+	f := &pagesFake{now: amNow, d: watchtest.DiagOf(watchtest.QueueCrit)}
 	s.now = func() time.Time {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -140,15 +141,15 @@ func TestReportPagesOnlyLatestRuns(t *testing.T) {
 	if api := apiGet(s, "/api/v1/diagnosis"); api.Code != http.StatusOK {
 		t.Fatalf("API: %d %s", api.Code, api.Body)
 	}
-	pagesRun(t, s, f, watchDiagOf(watchM2Crit), Request{End: amNow.Add(-time.Hour), Trigger: TriggerAPI})
-	pagesRun(t, s, f, watchDiagOf(watchM2Crit), Request{Selector: `model_name="m2"`, Window: time.Hour, Trigger: TriggerSlash})
+	pagesRun(t, s, f, watchtest.DiagOf(watchtest.M2Crit), Request{End: amNow.Add(-time.Hour), Trigger: TriggerAPI})
+	pagesRun(t, s, f, watchtest.DiagOf(watchtest.M2Crit), Request{Selector: `model_name="m2"`, Window: time.Hour, Trigger: TriggerSlash})
 	if got := s.history.all(); len(got) != 0 {
 		t.Fatalf("diagnoses not of the latest window were kept: %+v", got)
 	}
 	if w := apiGet(s, "/report/m2"); w.Code != http.StatusNotFound {
 		t.Errorf("/report/m2 before any run: %d", w.Code)
 	}
-	pagesRun(t, s, f, watchDiagOf(watchQueueCrit, watchM2Healthy), latestWatch)
+	pagesRun(t, s, f, watchtest.DiagOf(watchtest.QueueCrit, watchtest.M2Healthy), latestWatch)
 	all := s.history.all()
 	if len(all) != 2 || len(all[0].runs) != 1 || all[0].runs[0].trigger != TriggerWatch {
 		t.Fatalf("after a run of the latest window: %+v", all)
@@ -160,7 +161,7 @@ func TestReportPagesOnlyLatestRuns(t *testing.T) {
 	// Watch with an empty index says when it comes.
 	fs := fakeslack.Start()
 	defer fs.Close()
-	ws, _ := newWatchServer(t, watchBotDest(fs), WatchConfig{Enabled: true, Every: 7 * time.Minute})
+	ws, _ := newWatchServer(t, watchtest.BotDest(fs), WatchConfig{Enabled: true, Every: 7 * time.Minute})
 	if body := apiGet(ws, "/").Body.String(); !strings.Contains(body, "every 7m") {
 		t.Errorf("the empty index with the watch on:\n%s", body)
 	}
@@ -171,7 +172,7 @@ func TestReportPagesOnlyLatestRuns(t *testing.T) {
 func TestReportHistoryBounded(t *testing.T) {
 	s, f := newPagesServer(t, Config{ReportHistory: 3})
 	for i := 0; i < 4; i++ {
-		pagesRun(t, s, f, watchDiagOf(watchQueueCrit), latestWatch)
+		pagesRun(t, s, f, watchtest.DiagOf(watchtest.QueueCrit), latestWatch)
 	}
 	v, ok := s.history.target("m1")
 	if !ok || len(v.runs) != 3 {
@@ -194,7 +195,7 @@ func TestReportHistoryBounded(t *testing.T) {
 	// Two runs in one second.
 	s2, f2 := newPagesServer(t, Config{})
 	s2.diag = func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error) {
-		return watchDiagOf(watchQueueCrit), nil
+		return watchtest.DiagOf(watchtest.QueueCrit), nil
 	}
 	pagesRun(t, s2, f2, nil, latestWatch)
 	pagesRun(t, s2, f2, nil, latestWatch)
@@ -221,7 +222,9 @@ func TestReportHistoryBounded(t *testing.T) {
 func TestReportTargetsBounded(t *testing.T) {
 	s, f := newPagesServer(t, Config{})
 	s.history = newHistory(DefaultReportHistory, 3)
-	model := func(m string) *advisor.Diagnosis { return watchDiagOf(watchTV{m, "queueing", "critical"}) }
+	model := func(m string) *advisor.Diagnosis {
+		return watchtest.DiagOf(watchtest.TV{Model: m, Bottleneck: "queueing", Sev: "critical"})
+	}
 	for _, m := range []string{"m0", "m1", "m2", "m0", "m3"} {
 		pagesRun(t, s, f, model(m), latestWatch)
 	}
@@ -263,17 +266,17 @@ func TestReportSlugs(t *testing.T) {
 		}
 	}
 
-	a := watchTV{"Team/Llama", "queueing", "critical"}
-	b := watchTV{"team-llama", "", "healthy"}
+	a := watchtest.TV{Model: "Team/Llama", Bottleneck: "queueing", Sev: "critical"}
+	b := watchtest.TV{Model: "team-llama", Bottleneck: "", Sev: "healthy"}
 	hash := func(m string) string {
 		sum := sha256.Sum256([]byte(targetKeyOf(evidence.Target{Model: m, ServedBy: "vllm"})))
 		return hex.EncodeToString(sum[:])[:6]
 	}
-	for _, order := range [][]watchTV{{a, b}, {b, a}} {
+	for _, order := range [][]watchtest.TV{{a, b}, {b, a}} {
 		s, f := newPagesServer(t, Config{})
-		pagesRun(t, s, f, watchDiagOf(order...), latestWatch)
-		first, second := "team-llama", "team-llama-"+hash(order[1].model)
-		for slug, model := range map[string]string{first: order[0].model, second: order[1].model} {
+		pagesRun(t, s, f, watchtest.DiagOf(order...), latestWatch)
+		first, second := "team-llama", "team-llama-"+hash(order[1].Model)
+		for slug, model := range map[string]string{first: order[0].Model, second: order[1].Model} {
 			v, ok := s.history.target(slug)
 			if !ok {
 				t.Fatalf("no target %s: %+v", slug, s.history.all())
@@ -292,10 +295,10 @@ func TestReportSlugs(t *testing.T) {
 // answers a page.
 func TestReportIndex(t *testing.T) {
 	s, f := newPagesServer(t, Config{})
-	targets := []watchTV{{"m-ok", "", "healthy"}, {"m-unknown", "", "inconclusive"}, {"m-warn", "queueing", "warning"}, {"m-crit", "decode", "critical"}}
-	pagesRun(t, s, f, watchDiagOf(targets...), Request{Latest: true, Trigger: TriggerAlertmanager})
-	pagesRun(t, s, f, watchDiagOf(targets...), latestWatch)
-	pagesRun(t, s, f, watchDiagOf(targets[1:]...), Request{Latest: true, Trigger: TriggerSlash})
+	targets := []watchtest.TV{{Model: "m-ok", Bottleneck: "", Sev: "healthy"}, {Model: "m-unknown", Bottleneck: "", Sev: "inconclusive"}, {Model: "m-warn", Bottleneck: "queueing", Sev: "warning"}, {Model: "m-crit", Bottleneck: "decode", Sev: "critical"}}
+	pagesRun(t, s, f, watchtest.DiagOf(targets...), Request{Latest: true, Trigger: TriggerAlertmanager})
+	pagesRun(t, s, f, watchtest.DiagOf(targets...), latestWatch)
+	pagesRun(t, s, f, watchtest.DiagOf(targets[1:]...), Request{Latest: true, Trigger: TriggerSlash})
 
 	entries := s.indexEntries()
 	var order []string
@@ -318,8 +321,8 @@ func TestReportIndex(t *testing.T) {
 	checkPage(t, "/", w, "no-store")
 	body := w.Body.String()
 	for _, tv := range targets {
-		if !strings.Contains(body, tv.model) {
-			t.Errorf("the index does not name %s", tv.model)
+		if !strings.Contains(body, tv.Model) {
+			t.Errorf("the index does not name %s", tv.Model)
 		}
 	}
 	// Every link of every page reached from the index answers a page.
@@ -350,7 +353,7 @@ func TestReportIndex(t *testing.T) {
 // anything else is refused in one line.
 func TestReportRefresh(t *testing.T) {
 	s, f := newPagesServer(t, Config{})
-	pagesRun(t, s, f, watchDiagOf(watchQueueCrit), latestWatch)
+	pagesRun(t, s, f, watchtest.DiagOf(watchtest.QueueCrit), latestWatch)
 	if body := apiGet(s, "/").Body.String(); strings.Contains(body, `http-equiv="refresh"`) {
 		t.Errorf("the index reloads by default:\n%s", body)
 	}
@@ -463,16 +466,16 @@ func TestReportSlackLinks(t *testing.T) {
 		fs := fakeslack.Start()
 		defer fs.Close()
 		// Under a path prefix: the links between pages keep it.
-		s, err := New(Config{Slack: watchBotDest(fs), Watch: &WatchConfig{Enabled: true, Hold: 1}, ExternalURL: external + "/llmdoctor/"})
+		s, err := New(Config{Slack: watchtest.BotDest(fs), Watch: &WatchConfig{Enabled: true, Hold: 1}, ExternalURL: external + "/llmdoctor/"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.watching().pace = 0
-		fd := &fakeWatchDiag{}
-		s.diag = fd.diagnose
+		s.watch.SetPace(0)
+		fd := &watchtest.FakeDiag{}
+		s.diag = fd.Diagnose
 		models := []string{"Qwen/Qwen2.5-72B", "mistral-7b-watch"}
-		watchRuns(t, s, fd, watchSeq(watchTV{models[0], "queueing", "critical"}, watchTV{models[1], "decode", "warning"}))
-		m := watchMains(fs)
+		watchRuns(t, s, fd, watchtest.Seq(watchtest.TV{Model: models[0], Bottleneck: "queueing", Sev: "critical"}, watchtest.TV{Model: models[1], Bottleneck: "decode", Sev: "warning"}))
+		m := watchtest.Mains(fs)
 		if len(m) != 2 {
 			t.Fatalf("posted:\n%s", fs.Summary())
 		}
@@ -503,9 +506,9 @@ func TestReportSlackLinks(t *testing.T) {
 	t.Run("no external URL", func(t *testing.T) {
 		fs := fakeslack.Start()
 		defer fs.Close()
-		s, fd := newWatchServer(t, watchBotDest(fs), WatchConfig{Enabled: true, Hold: 1})
-		watchRuns(t, s, fd, watchSeq(watchQueueCrit))
-		if links := slackLinks(t, watchMains(fs)[0].Payload); len(links) != 0 {
+		s, fd := newWatchServer(t, watchtest.BotDest(fs), WatchConfig{Enabled: true, Hold: 1})
+		watchRuns(t, s, fd, watchtest.Seq(watchtest.QueueCrit))
+		if links := slackLinks(t, watchtest.Mains(fs)[0].Payload); len(links) != 0 {
 			t.Errorf("links without --external-url: %v", links)
 		}
 		if len(s.history.all()) != 1 {
@@ -529,11 +532,11 @@ func TestReportPagesConcurrent(t *testing.T) {
 	var calls atomic.Int64
 	s.diag = func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error) {
 		n := int(calls.Add(1))
-		var ts []watchTV
+		var ts []watchtest.TV
 		for i := range 3 {
-			ts = append(ts, watchTV{fmt.Sprintf("m%d", (n+i)%8), "queueing", "critical"})
+			ts = append(ts, watchtest.TV{Model: fmt.Sprintf("m%d", (n+i)%8), Bottleneck: "queueing", Sev: "critical"})
 		}
-		return watchDiagOf(ts...), nil
+		return watchtest.DiagOf(ts...), nil
 	}
 	var wg sync.WaitGroup
 	for g := range 6 {
@@ -586,10 +589,10 @@ func TestReportPagesConcurrent(t *testing.T) {
 // model_name) narrows nothing.
 func TestReportNarrowedRuns(t *testing.T) {
 	s, f := newPagesServer(t, Config{})
-	pagesRun(t, s, f, watchDiagOf(watchTV{"m1", "", "healthy"}), latestWatch)
+	pagesRun(t, s, f, watchtest.DiagOf(watchtest.TV{Model: "m1", Bottleneck: "", Sev: "healthy"}), latestWatch)
 	alert := Request{Selector: `instance="x"`, Window: 40 * time.Minute, End: amNow.Add(2 * time.Minute), Latest: true,
 		Trigger: TriggerAlertmanager, Reason: "alert VLLMQueueBacklog"}
-	pagesRun(t, s, f, watchDiagOf(watchTV{"m1", "queueing", "critical"}), alert)
+	pagesRun(t, s, f, watchtest.DiagOf(watchtest.TV{Model: "m1", Bottleneck: "queueing", Sev: "critical"}), alert)
 
 	whole, ok := s.history.target("m1")
 	if !ok || len(whole.runs) != 1 || whole.runs[0].trigger != TriggerWatch || whole.name != "model m1" {
@@ -647,7 +650,7 @@ func TestReportNarrowedRuns(t *testing.T) {
 
 	// A slash command's model_name="m1" is the target's own: its run is
 	// the whole target's latest.
-	pagesRun(t, s, f, watchDiagOf(watchTV{"m1", "decode", "warning"}), Request{Selector: slackapp.ModelSelector("m1"), Window: time.Hour, Latest: true, Trigger: TriggerSlash})
+	pagesRun(t, s, f, watchtest.DiagOf(watchtest.TV{Model: "m1", Bottleneck: "decode", Sev: "warning"}), Request{Selector: slackapp.ModelSelector("m1"), Window: time.Hour, Latest: true, Trigger: TriggerSlash})
 	if whole, _ = s.history.target("m1"); len(whole.runs) != 2 || whole.runs[0].trigger != TriggerSlash {
 		t.Errorf("the slash command's run of m1: %+v", whole)
 	}

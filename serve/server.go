@@ -22,6 +22,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/serve/alertmanager"
 	"github.com/llmdoctor/llmdoctor/serve/core"
 	"github.com/llmdoctor/llmdoctor/serve/slackapp"
+	"github.com/llmdoctor/llmdoctor/serve/watch"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
@@ -96,6 +97,22 @@ func (s *Server) registerSlackApp() (err error) {
 	return err
 }
 
+// WatchConfig configures the watch (package watch).
+type WatchConfig = watch.Config
+
+// The watch's defaults.
+const (
+	DefaultWatchEvery = watch.DefaultEvery
+	DefaultWatchHold  = watch.DefaultHold
+)
+
+// registerWatch checks the watch's configuration and loads its state when
+// it is configured; Serve runs it.
+func (s *Server) registerWatch() (err error) {
+	s.watch, err = watch.Register(s, s.cfg.Watch)
+	return err
+}
+
 // Request says what to diagnose (core.Request).
 type Request = core.Request
 
@@ -125,6 +142,8 @@ type Server struct {
 	base    string
 	// slackOn: the Slack app's routes are served.
 	slackOn bool
+	// watch is the watch (package watch), nil when off.
+	watch *watch.Watcher
 }
 
 // New builds a server; routes of every part are registered here.
@@ -294,9 +313,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout: s.cfg.RequestTimeout + 30*time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	if s.cfg.Watch != nil {
+	if s.watch != nil {
 		s.wg.Add(1)
-		go s.watchLoop(ctx)
+		go func() {
+			defer s.wg.Done()
+			s.watch.Run(ctx)
+		}()
 	}
 	select {
 	case err := <-errc:

@@ -12,6 +12,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 	"github.com/llmdoctor/llmdoctor/rules"
+	"github.com/llmdoctor/llmdoctor/serve/watch/watchtest"
 )
 
 // cpuTime is the CPU time this process has used, user and system.
@@ -42,24 +43,24 @@ func BenchmarkWatchFleet(b *testing.B) {
 	defer fs.Close()
 	s, err := New(Config{Prom: diagnosis.PromSource{Connection: prom.Connection{URL: url, Timeout: 2 * time.Minute},
 		Options: prom.Options{Window: 15 * time.Minute, Step: time.Minute, GroupBy: []string{"model_name"}, Parallel: prom.DefaultParallel}},
-		Rules: set, RequestTimeout: 2 * time.Minute, Slack: watchBotDest(fs),
+		Rules: set, RequestTimeout: 2 * time.Minute, Slack: watchtest.BotDest(fs),
 		Watch: &WatchConfig{Enabled: true, Hold: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.watching().pace = 0
+	s.watch.SetPace(0)
 	s.now = func() time.Time { return end }
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
-		if err := s.watchOnce(context.Background()); err != nil {
+		if err := s.watch.Once(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}
 	used := cpuTime() - cpu
 	b.StopTimer()
-	if len(watchMains(fs)) != 1 {
+	if len(watchtest.Mains(fs)) != 1 {
 		b.Fatalf("posts:\n%s", fs.Summary())
 	}
 	if ts := s.history.all(); len(ts) != 1 {

@@ -85,6 +85,10 @@ var allowed = map[string][]string{
 	"serve/alertmanager": {"advisor", "diagnosis", "report", "collectors/prom", "slackkit", "serve/core"},
 	// The Slack app: the slash command and the buttons.
 	"serve/slackapp": {"advisor", "diagnosis", "report", "collectors/prom", "slackkit", "serve/core"},
+	// The watch: diagnoses on a schedule, posts what changed and held.
+	"serve/watch": {"advisor", "diagnosis", "report", "collectors/prom", "slackkit", "internal/units", "serve/core"},
+	// Fake diagnoses and pipeline for the watch's tests and serve's.
+	"serve/watch/watchtest": {"advisor", "diagnosis", "evidence", "slackkit", "internal/testkit/fakeslack"},
 }
 
 type pkg struct {

@@ -1,6 +1,6 @@
 // Package core is the seam between llmdoctor serve's one server and its
-// front ends (the Slack app, and in time the Alertmanager receiver, the
-// watch, the pages and the API): what a front end may ask of the server
+// front ends (the Slack app, the Alertmanager receiver, the watch, and in time
+// the pages and the API): what a front end may ask of the server
 // (Host) and the words they share (Request, the triggers, ErrBusy). A
 // front end imports core, never the server; package serve implements
 // Host and wires the front ends, so no import goes both ways.
@@ -111,3 +111,76 @@ func Plain(w http.ResponseWriter, status int, msg string) {
 
 // PostDeadline bounds posting one group of messages, retries included.
 const PostDeadline = 2 * time.Minute
+
+// Verdict is what the watch compares between runs and the report pages
+// list: a target's bottleneck, status and, for a bottleneck found, its
+// worst deciding severity. Status StatusGone marks a target missing from
+// the diagnosis.
+type Verdict struct {
+	Bottleneck string `json:"bottleneck,omitempty"`
+	Status     string `json:"status"`
+	Severity   string `json:"severity,omitempty"`
+}
+
+// StatusGone is the pending verdict of a target the diagnosis no longer
+// has.
+const StatusGone = "gone"
+
+// Known says a verdict is established (the zero Verdict is not).
+func (v Verdict) Known() bool { return v.Status != "" }
+
+// Healthy says the verdict is healthy.
+func (v Verdict) Healthy() bool { return v.Status == "healthy" }
+
+// VerdictOf is a target's verdict: the verdict's bottleneck and status,
+// and for a bottleneck found the worst severity among the findings that
+// can decide a verdict (not explained by another, not capped for a small
+// share).
+func VerdictOf(t advisor.TargetReport) Verdict {
+	v := Verdict{Bottleneck: t.Primary.Bottleneck, Status: t.Primary.Status}
+	if !t.Primary.Found() {
+		return v
+	}
+	rank := map[string]int{"warning": 1, "critical": 2}
+	for _, f := range t.Findings {
+		if f.ExplainedBy != "" || f.Capped != "" || f.Bottleneck == "none" {
+			continue
+		}
+		if rank[f.Severity] > rank[v.Severity] {
+			v.Severity = f.Severity
+		}
+	}
+	if v.Severity == "" {
+		v.Severity = "warning"
+	}
+	return v
+}
+
+// Label is a verdict as the messages' headers and the pages' links say
+// it.
+func (v Verdict) Label() string {
+	switch v.Status {
+	case "found":
+		if v.Severity == "critical" {
+			return "✗ CRITICAL: " + v.Bottleneck
+		}
+		return "! WARNING: " + v.Bottleneck
+	case "tentative":
+		if v.Bottleneck == "none" {
+			return "✓ HEALTHY (tentative)"
+		}
+		if v.Severity == "critical" {
+			return "✗ CRITICAL (tentative): " + v.Bottleneck
+		}
+		return "! WARNING (tentative): " + v.Bottleneck
+	case "healthy":
+		return "✓ HEALTHY"
+	case "inconclusive":
+		return "? INCONCLUSIVE"
+	case "suppressed":
+		return "~ SUPPRESSED: " + v.Bottleneck
+	case StatusGone:
+		return "gone"
+	}
+	return "nothing posted"
+}

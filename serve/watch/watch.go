@@ -1,11 +1,16 @@
-package serve
+// Package watch is llmdoctor serve's watch-and-post: every Every, one
+// diagnosis of every target of the server's source; a target's verdict
+// (bottleneck, status and severity) is posted to Slack when it changed
+// and the change held for Hold consecutive runs. It asks the server for
+// everything through core.Host; package serve starts Run and waits for it
+// on shutdown.
+package watch
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/llmdoctor/llmdoctor/internal/units"
 	"net/url"
 	"strconv"
 	"strings"
@@ -17,15 +22,17 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/report"
+	"github.com/llmdoctor/llmdoctor/serve/core"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
 
-// WatchConfig configures watch-and-post: every Every, one diagnosis of
-// every target of the source; a target's verdict (bottleneck, status and
-// severity) is posted to Slack when it changed and the change held for
-// Hold consecutive runs.
-type WatchConfig struct {
+// Config configures the watch: every Every, one diagnosis of every target
+// of the source; a target's verdict (bottleneck, status and severity) is
+// posted to Slack when it changed and the change held for Hold
+// consecutive runs.
+type Config struct {
 	// Enabled turns the watch on; the server runs no watch without it, and
 	// refuses the other settings then, which would do nothing.
 	Enabled bool
@@ -42,27 +49,25 @@ type WatchConfig struct {
 	// Selector is added to the server's selector for the watch's
 	// diagnoses only (`namespace="prod"`).
 	Selector string
-
-	// w is the running watch, on the server's own copy of the config.
-	w *watcher
 }
 
 // Defaults and bounds of the watch.
 const (
-	DefaultWatchEvery = 5 * time.Minute
-	DefaultWatchHold  = 2
-	minWatchEvery     = 10 * time.Second
-	// watchPace is the gap between two targets' posts: Slack takes about
-	// one message a second per channel.
-	watchPace = time.Second
-	// watchGrace is how long the posts of a run may go on once shutdown
+	DefaultEvery = 5 * time.Minute
+	DefaultHold  = 2
+	minEvery     = 10 * time.Second
+	// defaultPace is the gap between two targets' posts: Slack takes
+	// about one message a second per channel.
+	defaultPace = time.Second
+	// defaultGrace is how long the posts of a run may go on once shutdown
 	// began; the server waits 30s for background work in all.
-	watchGrace = 20 * time.Second
+	defaultGrace = 20 * time.Second
 )
 
-// watcher is the watch's running state.
-type watcher struct {
-	cfg  WatchConfig
+// Watcher is the watch's running state.
+type Watcher struct {
+	h    core.Host
+	cfg  Config
 	dest slackkit.Destination
 
 	mu sync.Mutex
@@ -78,17 +83,16 @@ type watcher struct {
 	lastPost  time.Time
 }
 
-// registerWatch checks the watch's configuration and loads its state: a
-// state file that cannot be read, is corrupt, or whose directory takes no
-// new file is an error here, at startup.
-func (s *Server) registerWatch() error {
-	if s.cfg.Watch == nil {
-		return nil
+// Register checks the watch's configuration and loads its state: a state
+// file that cannot be read, is corrupt, or whose directory takes no new
+// file is an error here, at startup. A nil or disabled c is no watch
+// (nil, nil); settings given to a disabled watch are an error.
+func Register(h core.Host, cfg *Config) (*Watcher, error) {
+	if cfg == nil {
+		return nil, nil
 	}
-	c := *s.cfg.Watch
-	c.w = nil
+	c := *cfg
 	if !c.Enabled {
-		s.cfg.Watch = nil
 		var given []string
 		for _, x := range []struct {
 			name string
@@ -99,84 +103,78 @@ func (s *Server) registerWatch() error {
 			}
 		}
 		if len(given) > 0 {
-			return fmt.Errorf("the watch is off, but watch settings are given (%s): turn the watch on or leave them out", strings.Join(given, ", "))
+			return nil, fmt.Errorf("the watch is off, but watch settings are given (%s): turn the watch on or leave them out", strings.Join(given, ", "))
 		}
-		return nil
+		return nil, nil
 	}
 	switch {
 	case c.Every == 0:
-		c.Every = DefaultWatchEvery
-	case c.Every < minWatchEvery:
-		return fmt.Errorf("watch every %s: give %s or more", c.Every, minWatchEvery)
+		c.Every = DefaultEvery
+	case c.Every < minEvery:
+		return nil, fmt.Errorf("watch every %s: give %s or more", c.Every, minEvery)
 	}
 	switch {
 	case c.Hold == 0:
-		c.Hold = DefaultWatchHold
+		c.Hold = DefaultHold
 	case c.Hold < 0:
-		return fmt.Errorf("watch hold %d: a change must hold for 1 run or more", c.Hold)
+		return nil, fmt.Errorf("watch hold %d: a change must hold for 1 run or more", c.Hold)
 	}
 	if _, err := prom.ParseMatchers(c.Selector); err != nil {
-		return fmt.Errorf("watch selector %w", err)
+		return nil, fmt.Errorf("watch selector %w", err)
 	}
-	if err := s.cfg.Slack.Validate(); err != nil {
-		return fmt.Errorf("watch posts to Slack: %v", err)
+	dest := h.Slack()
+	if err := dest.Validate(); err != nil {
+		return nil, fmt.Errorf("watch posts to Slack: %w", err)
 	}
-	w := &watcher{
+	w := &Watcher{
+		h:         h,
 		cfg:       c,
-		dest:      s.cfg.Slack,
-		newTicker: watchTicker,
-		pace:      watchPace,
-		grace:     watchGrace,
+		dest:      dest,
+		newTicker: ticker,
+		pace:      defaultPace,
+		grace:     defaultGrace,
 	}
 	if c.StateFile != "" {
 		st, err := loadWatchState(c.StateFile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := probeWatchStateDir(c.StateFile); err != nil {
-			return err
+			return nil, err
 		}
 		w.st = st
 	}
 	if w.st == nil {
 		w.st, w.cold = newWatchState(), true
 	}
-	c.w = w
-	s.cfg.Watch = &c
-	return nil
+	return w, nil
 }
 
-func watchTicker(d time.Duration) (<-chan time.Time, func()) {
+func ticker(d time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTicker(d)
 	return t.C, t.Stop
 }
 
-// watching is the running watch, nil when it is off.
-func (s *Server) watching() *watcher {
-	if s.cfg.Watch == nil {
-		return nil
-	}
-	return s.cfg.Watch.w
-}
+// SetPace sets the least gap between two posts (default 1s: Slack takes
+// about one message a second per channel); 0 posts without waiting.
+func (w *Watcher) SetPace(d time.Duration) { w.pace = d }
 
-// watchLoop runs the watch until ctx ends: a run at once, then one every
-// Every. Serve starts it and waits for it on shutdown: a run that is
+// Every is how often the watch runs.
+func (w *Watcher) Every() time.Duration { return w.cfg.Every }
+
+// Run runs the watch until ctx ends: a run at once, then one every Every.
+// The server starts it and waits for it on shutdown: a run that is
 // posting finishes its posts and saves its state.
-func (s *Server) watchLoop(ctx context.Context) {
-	defer s.wg.Done()
-	w := s.watching()
-	if w == nil {
-		return
-	}
+func (w *Watcher) Run(ctx context.Context) {
 	tick, stop := w.newTicker(w.cfg.Every)
 	defer stop()
 	start := "cold start: the first run posts every target that is not healthy"
 	if !w.cold {
 		start = fmt.Sprintf("%d target(s) remembered from the state file", len(w.st.Targets))
 	}
-	s.log.Info("watch: started", "every", w.cfg.Every, "hold", w.cfg.Hold, "state_file", w.cfg.StateFile, "state", start)
+	w.h.Log().Info("watch: started", "every", w.cfg.Every, "hold", w.cfg.Hold, "state_file", w.cfg.StateFile, "state", start)
 	for ctx.Err() == nil {
-		s.watchOnce(ctx)
+		w.Once(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -185,19 +183,16 @@ func (s *Server) watchLoop(ctx context.Context) {
 	}
 }
 
-// watchOnce is one run: diagnose every target, compare each with what was
+// Once is one run: diagnose every target, compare each with what was
 // posted, post what changed and held, save the state. Once the diagnosis
 // is in, the run finishes even if ctx ends (within a grace period), so
 // that a post is never cut between Slack and the state file.
-func (s *Server) watchOnce(ctx context.Context) error {
-	w := s.watching()
-	if w == nil {
-		return errors.New("watch is off")
-	}
+func (w *Watcher) Once(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := s.now()
-	d, runs, err := s.diagnose(ctx, Request{Selector: w.cfg.Selector, Latest: true, Trigger: TriggerWatch})
+	log := w.h.Log()
+	now := w.h.Now()
+	d, runs, err := w.diagnose(ctx)
 	var none *diagnosis.NoTargetError
 	switch {
 	case err == nil:
@@ -205,15 +200,15 @@ func (s *Server) watchOnce(ctx context.Context) error {
 		return ctx.Err()
 	case errors.As(err, &none):
 		// Reachable, but no target in it: every target known is absent.
-		s.log.Warn("watch: no target in the source", "err", err)
+		log.Warn("watch: no target in the source", "err", err)
 		d = &advisor.Diagnosis{}
 	default:
-		s.log.Warn("watch: diagnosis failed; nothing compared this run", "err", err)
+		log.Warn("watch: diagnosis failed; nothing compared this run", "err", err)
 		return err
 	}
 	var msgs []report.SlackMessage
 	if len(d.Targets) > 0 {
-		msgs = s.slackMessages(d, runs, s.watchLinks(w, now))
+		msgs = w.h.SlackMessages(d, runs, w.links(now))
 	}
 	obs := watchObserve(d, msgs)
 	acts := w.st.step(obs, w.cfg.Hold, w.cold, now)
@@ -225,19 +220,30 @@ func (s *Server) watchOnce(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	for _, a := range acts {
-		if err := s.watchPost(pctx, w, a, now); err != nil {
+		if err := w.post(pctx, a, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	w.st.Saved = s.now()
+	w.st.Saved = w.h.Now()
 	if err := w.save(); err != nil {
-		s.log.Error("watch: state not saved: a restart may post again what this run posted", "err", err)
+		log.Error("watch: state not saved: a restart may post again what this run posted", "err", err)
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-func (w *watcher) save() error {
+// diagnose is one diagnosis of the watch's scope, kept for the report
+// pages, in a slot of the server's (core.ErrBusy when none is free).
+func (w *Watcher) diagnose(ctx context.Context) (*advisor.Diagnosis, []core.RunRef, error) {
+	release, ok := w.h.Acquire()
+	if !ok {
+		return nil, nil, core.ErrBusy
+	}
+	defer release()
+	return w.h.DiagnoseHeld(ctx, core.Request{Selector: w.cfg.Selector, Latest: true, Trigger: core.TriggerWatch})
+}
+
+func (w *Watcher) save() error {
 	if w.cfg.StateFile == "" {
 		return nil
 	}
@@ -246,7 +252,7 @@ func (w *watcher) save() error {
 
 // postContext is the context of a run's posts: it does not end with ctx,
 // but grace after it.
-func (w *watcher) postContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (w *Watcher) postContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var mu sync.Mutex
 	var t *time.Timer
@@ -266,25 +272,26 @@ func (w *watcher) postContext(ctx context.Context) (context.Context, context.Can
 	}
 }
 
-// watchLinks links each message to the run's diagnosis as JSON on this
+// links links each message to the run's diagnosis as JSON on this
 // server's API, when the server knows its external URL: the link of a
 // target whose run was not kept for the report pages (which the others
 // link to).
-func (s *Server) watchLinks(w *watcher, end time.Time) report.SlackOptions {
-	if s.cfg.ExternalURL == "" {
+func (w *Watcher) links(end time.Time) report.SlackOptions {
+	ext := w.h.ExternalURL()
+	if ext == "" {
 		return report.SlackOptions{}
 	}
 	q := url.Values{"end": {strconv.FormatInt(end.Unix(), 10)}}
 	if w.cfg.Selector != "" {
 		q.Set("selector", w.cfg.Selector)
 	}
-	return report.SlackOptions{ReportURL: strings.TrimRight(s.cfg.ExternalURL, "/") + DiagnosisPath + "?" + q.Encode()}
+	return report.SlackOptions{ReportURL: strings.TrimRight(ext, "/") + core.DiagnosisPath + "?" + q.Encode()}
 }
 
 // watchObservation is one target as this run saw it.
 type watchObservation struct {
 	key string
-	v   watchVerdict
+	v   core.Verdict
 	msg report.SlackMessage
 }
 
@@ -297,37 +304,13 @@ func watchObserve(d *advisor.Diagnosis, msgs []report.SlackMessage) []watchObser
 	out := make([]watchObservation, 0, len(d.Targets))
 	for i, t := range d.Targets {
 		key, _ := json.Marshal(t.Target)
-		o := watchObservation{key: string(key), v: watchVerdictOf(t)}
+		o := watchObservation{key: string(key), v: core.VerdictOf(t)}
 		if i < len(msgs) {
 			o.msg = msgs[i]
 		}
 		out = append(out, o)
 	}
 	return out
-}
-
-// watchVerdictOf is what the watch compares: the verdict's bottleneck and
-// status, and for a bottleneck found the worst severity among the
-// findings that can decide a verdict (not explained by another, not
-// capped for a small share).
-func watchVerdictOf(t advisor.TargetReport) watchVerdict {
-	v := watchVerdict{Bottleneck: t.Primary.Bottleneck, Status: t.Primary.Status}
-	if !t.Primary.Found() {
-		return v
-	}
-	rank := map[string]int{"warning": 1, "critical": 2}
-	for _, f := range t.Findings {
-		if f.ExplainedBy != "" || f.Capped != "" || f.Bottleneck == "none" {
-			continue
-		}
-		if rank[f.Severity] > rank[v.Severity] {
-			v.Severity = f.Severity
-		}
-	}
-	if v.Severity == "" {
-		v.Severity = "warning"
-	}
-	return v
 }
 
 // watchKind says why a post is made; it words the message.
@@ -350,7 +333,7 @@ const (
 type watchAction struct {
 	key  string
 	kind watchKind
-	v    watchVerdict
+	v    core.Verdict
 	msg  report.SlackMessage
 }
 
@@ -378,7 +361,7 @@ func (st *watchState) step(obs []watchObservation, hold int, cold bool, now time
 		case o.v == t.Verdict:
 			t.clearPending()
 			continue
-		case !t.Verdict.known() && o.v.healthy():
+		case !t.Verdict.Known() && o.v.Healthy():
 			// First sight, healthy: the baseline, taken without a post.
 			t.Verdict = o.v
 			t.clearPending()
@@ -387,11 +370,11 @@ func (st *watchState) step(obs []watchObservation, hold int, cold bool, now time
 		t.see(o.v, now)
 		kind := watchChange
 		switch {
-		case cold && !t.Verdict.known():
+		case cold && !t.Verdict.Known():
 			kind, t.Count = watchFirst, max(t.Count, hold)
-		case !t.Verdict.known():
+		case !t.Verdict.Known():
 			kind = watchNew
-		case o.v.healthy():
+		case o.v.Healthy():
 			kind = watchRecovered
 		}
 		if t.Count >= hold {
@@ -403,12 +386,12 @@ func (st *watchState) step(obs []watchObservation, hold int, cold bool, now time
 			continue
 		}
 		t := st.Targets[k]
-		if !t.Verdict.known() {
+		if !t.Verdict.Known() {
 			// Seen, never posted nor established: nothing to report.
 			delete(st.Targets, k)
 			continue
 		}
-		gone := watchVerdict{Status: statusWatchGone}
+		gone := core.Verdict{Status: core.StatusGone}
 		t.see(gone, now)
 		if t.Count >= hold {
 			acts = append(acts, watchAction{key: k, kind: watchGone, v: gone})
@@ -419,7 +402,7 @@ func (st *watchState) step(obs []watchObservation, hold int, cold bool, now time
 
 // see counts v as pending: one more run when it is the change already
 // pending, else a new pending change.
-func (t *watchTarget) see(v watchVerdict, now time.Time) {
+func (t *watchTarget) see(v core.Verdict, now time.Time) {
 	if t.Pending != nil && *t.Pending == v {
 		t.Count++
 		return
@@ -445,17 +428,18 @@ func (st *watchState) posted(a watchAction, channel, ts string, now time.Time) {
 	t.Verdict, t.PostedAt = a.v, now
 	t.clearPending()
 	switch {
-	case a.v.healthy():
+	case a.v.Healthy():
 		t.Channel, t.TS = "", ""
 	case ts != "":
 		t.Channel, t.TS = channel, ts
 	}
 }
 
-// watchPost posts one action and records it. A target with an open
+// post posts one action and records it. A target with an open
 // thread (bot token) gets the update as a reply there, also sent to the
 // channel; others get a new message, whose thread takes later updates.
-func (s *Server) watchPost(ctx context.Context, w *watcher, a watchAction, now time.Time) error {
+func (w *Watcher) post(ctx context.Context, a watchAction, now time.Time) error {
+	log := w.h.Log()
 	t := w.st.Targets[a.key]
 	m := w.message(a, t)
 	dest := w.dest
@@ -466,29 +450,29 @@ func (s *Server) watchPost(ctx context.Context, w *watcher, a watchAction, now t
 	if err := w.wait(ctx); err != nil {
 		return err
 	}
-	channel, ts, posted, err := s.watchSend(ctx, m, thread)
+	channel, ts, posted, err := w.send(ctx, m, thread)
 	var se *slackkit.Error
 	if !posted && thread != "" && errors.As(err, &se) && se.Code == "thread_not_found" {
 		// The thread's message was deleted: start a new one.
-		s.log.Info("watch: the target's thread is gone, posting a new message", "target", t.Name)
+		log.Info("watch: the target's thread is gone, posting a new message", "target", t.Name)
 		t.Channel, t.TS, thread = "", "", ""
-		channel, ts, posted, err = s.watchSend(ctx, m, "")
+		channel, ts, posted, err = w.send(ctx, m, "")
 	}
 	if posted {
 		w.st.posted(a, channel, ts, now)
-		s.log.Info("watch: posted", "target", t.Name, "verdict", verdictLabel(a.v), "why", a.kind.String(), "in_thread", thread != "")
+		log.Info("watch: posted", "target", t.Name, "verdict", a.v.Label(), "why", a.kind.String(), "in_thread", thread != "")
 		if serr := w.save(); serr != nil {
-			s.log.Error("watch: state not saved: a restart may post this again", "target", t.Name, "err", serr)
+			log.Error("watch: state not saved: a restart may post this again", "target", t.Name, "err", serr)
 		}
 	}
 	if err != nil {
-		s.log.Warn("watch: posting failed; tried again next run", "target", t.Name, "verdict", verdictLabel(a.v), "err", err)
+		log.Warn("watch: posting failed; tried again next run", "target", t.Name, "verdict", a.v.Label(), "err", err)
 	}
 	return err
 }
 
 // wait paces posts.
-func (w *watcher) wait(ctx context.Context) error {
+func (w *Watcher) wait(ctx context.Context) error {
 	defer func() { w.lastPost = time.Now() }()
 	if w.pace <= 0 || w.lastPost.IsZero() {
 		return nil
@@ -507,13 +491,13 @@ func (w *watcher) wait(ctx context.Context) error {
 	}
 }
 
-// watchSend sends m through the server's post: as a new message (its
+// send sends m through the server's post: as a new message (its
 // details in its thread), or in thread as a reply shown in the channel too
 // (its details in the same thread). posted says the main message went,
 // even when a detail failed.
-func (s *Server) watchSend(ctx context.Context, m report.SlackMessage, thread string) (channel, ts string, posted bool, err error) {
+func (w *Watcher) send(ctx context.Context, m report.SlackMessage, thread string) (channel, ts string, posted bool, err error) {
 	if thread == "" {
-		res, err := s.post(ctx, []report.SlackMessage{m})
+		res, err := w.h.Post(ctx, []report.SlackMessage{m})
 		if len(res) == 0 {
 			return "", "", false, err
 		}
@@ -521,21 +505,21 @@ func (s *Server) watchSend(ctx context.Context, m report.SlackMessage, thread st
 	}
 	main := m.Main
 	main.ThreadTimestamp, main.ReplyBroadcast = thread, true
-	if _, err := s.post(ctx, []report.SlackMessage{{Target: m.Target, Severity: m.Severity, Main: main}}); err != nil {
+	if _, err := w.h.Post(ctx, []report.SlackMessage{{Target: m.Target, Severity: m.Severity, Main: main}}); err != nil {
 		return "", "", false, err
 	}
 	for _, d := range m.Details {
 		d.ThreadTimestamp, d.ReplyBroadcast = thread, false
-		if _, err := s.post(ctx, []report.SlackMessage{{Target: m.Target, Severity: m.Severity, Main: d}}); err != nil {
-			return s.cfg.Slack.Channel, thread, true, err
+		if _, err := w.h.Post(ctx, []report.SlackMessage{{Target: m.Target, Severity: m.Severity, Main: d}}); err != nil {
+			return w.dest.Channel, thread, true, err
 		}
 	}
-	return s.cfg.Slack.Channel, thread, true, nil
+	return w.dest.Channel, thread, true, nil
 }
 
 // message is what an action posts: the target's rendered message with a
 // line before it saying what changed, or a short note for a gone target.
-func (w *watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
+func (w *Watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
 	name := t.Name
 	if name == "" {
 		name = "a target"
@@ -548,16 +532,16 @@ func (w *watcher) message(a watchAction, t *watchTarget) report.SlackMessage {
 	switch a.kind {
 	case watchGone:
 		text := fmt.Sprintf("llmdoctor watch: %s is gone: not in the last %d diagnoses (%s apart); it was %s",
-			name, max(t.Count, 1), units.ShortDuration(w.cfg.Every), verdictLabel(t.Verdict))
+			name, max(t.Count, 1), units.ShortDuration(w.cfg.Every), t.Verdict.Label())
 		return report.SlackMessage{Target: t.Name, Severity: report.SlackInconclusive, Main: slack.WebhookMessage{Text: slackkit.Escape(text)}}
 	case watchFirst:
 		lead = "Watch started, not healthy now"
 	case watchNew:
 		lead = "New target, not healthy" + held
 	case watchRecovered:
-		lead = "Recovered from " + verdictLabel(t.Verdict) + held
+		lead = "Recovered from " + t.Verdict.Label() + held
 	default:
-		lead = "Changed from " + verdictLabel(t.Verdict) + held
+		lead = "Changed from " + t.Verdict.Label() + held
 	}
 	m := a.msg
 	m.Main.Text = slackkit.Escape(lead) + " · " + m.Main.Text
@@ -578,32 +562,4 @@ func (k watchKind) String() string {
 		return "gone"
 	}
 	return "?"
-}
-
-// verdictLabel is a verdict as the messages' headers say it.
-func verdictLabel(v watchVerdict) string {
-	switch v.Status {
-	case "found":
-		if v.Severity == "critical" {
-			return "✗ CRITICAL: " + v.Bottleneck
-		}
-		return "! WARNING: " + v.Bottleneck
-	case "tentative":
-		if v.Bottleneck == "none" {
-			return "✓ HEALTHY (tentative)"
-		}
-		if v.Severity == "critical" {
-			return "✗ CRITICAL (tentative): " + v.Bottleneck
-		}
-		return "! WARNING (tentative): " + v.Bottleneck
-	case "healthy":
-		return "✓ HEALTHY"
-	case "inconclusive":
-		return "? INCONCLUSIVE"
-	case "suppressed":
-		return "~ SUPPRESSED: " + v.Bottleneck
-	case statusWatchGone:
-		return "gone"
-	}
-	return "nothing posted"
 }

@@ -1,4 +1,4 @@
-package serve
+package watch
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/llmdoctor/llmdoctor/serve/core"
 )
 
 // watchStateVersion is the layout of the watch's state file; a file of another
@@ -26,21 +28,6 @@ type watchState struct {
 	Targets map[string]*watchTarget `json:"targets"`
 }
 
-// watchVerdict is what the watch compares between runs. Status "gone" marks a
-// target missing from the diagnosis.
-type watchVerdict struct {
-	Bottleneck string `json:"bottleneck,omitempty"`
-	Status     string `json:"status"`
-	Severity   string `json:"severity,omitempty"`
-}
-
-// statusWatchGone is the pending verdict of a target the diagnosis no longer
-// has.
-const statusWatchGone = "gone"
-
-func (v watchVerdict) known() bool   { return v.Status != "" }
-func (v watchVerdict) healthy() bool { return v.Status == "healthy" }
-
 // watchTarget is one target's memory.
 type watchTarget struct {
 	// Name is the target as messages name it ("model m, instance i").
@@ -48,11 +35,11 @@ type watchTarget struct {
 	// Verdict is the last verdict posted, or the one taken silently as the
 	// baseline (a healthy target at its first sight); zero when nothing is
 	// established yet.
-	Verdict watchVerdict `json:"verdict"`
+	Verdict core.Verdict `json:"verdict"`
 	// PostedAt is when Verdict was posted; zero when it was taken silently.
 	PostedAt time.Time `json:"posted_at,omitzero"`
 	// Pending is a change seen in Count consecutive runs, not posted yet.
-	Pending *watchVerdict `json:"pending,omitempty"`
+	Pending *core.Verdict `json:"pending,omitempty"`
 	Count   int           `json:"count,omitempty"`
 	// PendingSince is when Pending was first seen.
 	PendingSince time.Time `json:"pending_since,omitzero"`
