@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/serve/watch/watchtest"
@@ -70,7 +71,11 @@ func TestServeRunsWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
-	<-ht.started // the cold start's post is on its way
+	select {
+	case <-ht.started: // the cold start's post is on its way
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not start the watch")
+	}
 	cancel()
 	close(ht.release)
 	if err := <-done; err != nil {
