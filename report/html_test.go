@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +12,8 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
-
-var updateHTML = flag.Bool("update-html", false, "rewrite report/testdata/html/*.html from their .json diagnoses")
 
 // selfContained fails unless page loads nothing: the CSP meta tag is there
 // and no element or style can fetch anything. Links people click (a rule's
@@ -115,7 +113,7 @@ func TestHTMLGolden(t *testing.T) {
 		}
 		selfContained(t, b.Bytes())
 		golden := strings.TrimSuffix(f, ".json") + ".html"
-		if *updateHTML {
+		if *testkit.Update {
 			if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -123,10 +121,10 @@ func TestHTMLGolden(t *testing.T) {
 		}
 		want, err := os.ReadFile(golden)
 		if err != nil {
-			t.Fatalf("%v (go test ./report -update-html writes it)", err)
+			t.Fatalf("%v (go test ./report -update writes it)", err)
 		}
 		if !bytes.Equal(b.Bytes(), want) {
-			t.Errorf("%s differs from the page rendered now; review the change and run go test ./report -update-html", golden)
+			t.Errorf("%s differs from the page rendered now; review the change and run go test ./report -update", golden)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,13 +14,11 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
-
-var updateScripts = flag.Bool("update-scripts", false,
-	"TestScripts: when a cmp against a file in the archive fails, rewrite that file in testdata/script/*.txtar instead")
 
 // TestMain makes the test binary the llmdoctor command as well: run as
 // "llmdoctor" (a script's exec llmdoctor, or execCLI) it runs the command
@@ -71,7 +68,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       *updateScripts,
+		UpdateScripts:       *testkit.Update,
 		Setup: func(env *testscript.Env) error {
 			for k, v := range map[string]string{
 				// The repository, and the inputs kept in it: the example
