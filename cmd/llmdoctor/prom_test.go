@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/llmdoctor/llmdoctor/sim/simtest"
 	"io"
 	"math"
 	"net/http"
@@ -21,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmdoctor/llmdoctor/sim/simtest"
 
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
@@ -274,7 +275,7 @@ func TestPromFailuresExit2WithOneLine(t *testing.T) {
 	}))
 	defer fail.Close()
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(2 * time.Second)
+		<-r.Context().Done() // no answer until the client gives up
 	}))
 	defer slow.Close()
 	for name, url := range map[string]string{"down": down, "500": fail.URL, "timeout": slow.URL} {
