@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"go.uber.org/goleak"
 
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/internal/testkit"
@@ -23,7 +25,8 @@ import (
 // TestMain makes the test binary the llmdoctor command as well: run as
 // "llmdoctor" (a script's exec llmdoctor, or execCLI) it runs the command
 // through run and exits; otherwise it runs the tests, with the command on
-// PATH, and stops the shared Prometheus once they are done.
+// PATH, stops the shared Prometheus once they are done and fails if a
+// goroutine outlived them.
 func TestMain(m *testing.M) {
 	testscript.Main(afterTests{m}, map[string]func(){"llmdoctor": scriptMain})
 }
@@ -35,6 +38,10 @@ func (a afterTests) Run() int {
 	slackSleep = noSleep
 	code := a.m.Run()
 	stopSharedProm()
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "goroutines outlived the tests: %v\n", err)
+		code = 1
+	}
 	return code
 }
 
