@@ -60,6 +60,7 @@ func renderHTML(t *testing.T, d *advisor.Diagnosis) []byte {
 // DOM; every chart draws marks and readable text; nothing is wider than a
 // 390 px phone.
 func TestHTMLReportInBrowser(t *testing.T) {
+	testkit.NeedHeavy(t, "every report page in Chromium")
 	b := browsertest.Start(t)
 	set, cfg, err := loadRules("-", nil)
 	if err != nil {

@@ -26,17 +26,23 @@ import (
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
 
 // promScenarios are diagnosed both from a Prometheus holding the backfilled
-// window and from the same window's first and last /metrics snapshots.
+// window and from the same window's first and last /metrics snapshots: all
+// the built-in scenarios in the heavy tier, four verdicts (among them the
+// ones tests name) in the quick one.
 var promScenarios = func() []string {
 	all, _ := sim.Scenarios()
+	quick := map[string]bool{"healthy": true, "queue-bound": true, "moe-bandwidth": true, "kv-capacity": true}
 	var out []string
 	for _, s := range all {
-		out = append(out, s.Name)
+		if testkit.Heavy() || quick[s.Name] {
+			out = append(out, s.Name)
+		}
 	}
 	return out
 }()

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
@@ -277,8 +278,10 @@ func around(out, s string) string {
 }
 
 // secretMatrix runs the source kinds (nil: every kind a style applies to)
-// against the endpoints with the given credential styles, in text and JSON.
+// against the endpoints with the given credential styles, in text and JSON
+// (in the quick tier, in one of them by turns).
 func secretMatrix(t *testing.T, env *secretEnv, styles []credStyle, only []string, endpoints []string) {
+	turn := 0
 	for _, style := range styles {
 		kinds := style.kinds
 		if kinds == nil {
@@ -289,7 +292,7 @@ func secretMatrix(t *testing.T, env *secretEnv, styles []credStyle, only []strin
 				continue
 			}
 			for _, ep := range endpoints {
-				for _, format := range []string{"text", "json"} {
+				for _, format := range byTurns(&turn, "text", "json") {
 					t.Run(strings.Join([]string{style.name, kind, ep, format}, "/"), func(t *testing.T) {
 						runSecretCase(t, env, kind, ep, style, format, "diagnose")
 					})
@@ -299,6 +302,16 @@ func secretMatrix(t *testing.T, env *secretEnv, styles []credStyle, only []strin
 	}
 }
 
+// byTurns is every one of formats in the heavy tier; in the quick tier one,
+// the next each call, so that a matrix still meets each of them.
+func byTurns(turn *int, formats ...string) []string {
+	if testkit.Heavy() {
+		return formats
+	}
+	*turn++
+	return formats[*turn%len(formats) : *turn%len(formats)+1]
+}
+
 // TestSecretsNeverPrinted: credentials in URLs (userinfo, query), header
 // values, the token and password from the environment or a file never
 // appear in stdout or stderr, for every source kind, working or failing,
@@ -306,9 +319,10 @@ func secretMatrix(t *testing.T, env *secretEnv, styles []credStyle, only []strin
 func TestSecretsNeverPrinted(t *testing.T) {
 	env := newSecretEnv(t)
 	secretMatrix(t, env, credStyles, nil, secretEndpoints)
+	turn := 0
 	for _, style := range credStyles[:3] {
 		for _, kind := range []string{"prom", "vllm", "dcgm"} {
-			for _, format := range []string{"text", "json", "markdown", "junit"} {
+			for _, format := range byTurns(&turn, "text", "json", "markdown", "junit") {
 				t.Run("checklist/"+style.name+"/"+kind+"/"+format, func(t *testing.T) {
 					runSecretCase(t, env, kind, "ok", style, format, "checklist")
 				})

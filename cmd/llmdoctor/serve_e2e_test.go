@@ -105,6 +105,7 @@ func (s *syncBuffer) String() string {
 // it; a fake Slack that checks Slack's limits gets exactly one message,
 // whose verdict is the scenario's: queueing.
 func TestServeAlertmanagerEndToEnd(t *testing.T) {
+	testkit.NeedHeavy(t, "Prometheus, Alertmanager and serve end to end")
 	prometheus, _ := promtest.Need(t)
 	alertmanager := testkit.Need(t, "prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
 	began := time.Now()
