@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,9 @@ func (a afterTests) Run() int {
 	slackSleep = noSleep
 	code := a.m.Run()
 	stopSharedProm()
+	// Connections the tests left idle in the default client's pool (its
+	// keep-alive readers and writers) are not leaks.
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	if err := goleak.Find(); code == 0 && err != nil {
 		fmt.Fprintf(os.Stderr, "goroutines outlived the tests: %v\n", err)
 		code = 1

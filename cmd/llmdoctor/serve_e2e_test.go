@@ -279,6 +279,8 @@ alerting:
 	}
 	if r, err := http.Get(llmdoctor + "/readyz"); err != nil || r.StatusCode != http.StatusOK {
 		t.Errorf("/readyz with Prometheus up: %v %v", err, r)
+	} else {
+		r.Body.Close()
 	}
 
 	// Shutdown is graceful and quick.
