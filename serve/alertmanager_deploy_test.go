@@ -13,22 +13,9 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
-)
 
-// needTool returns a binary's path, or skips (fails in CI, which installs
-// prometheus and prometheus-alertmanager).
-func needTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		msg := fmt.Sprintf("%s is not installed (apt-get install %s)", name, pkg)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + ": CI must install it")
-		}
-		t.Skip(msg)
-	}
-	return p
-}
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
+)
 
 // exposedMetrics are the metric families a server with every part of this
 // file on exposes once it has diagnosed a target.
@@ -53,7 +40,7 @@ func exposedMetrics(t *testing.T) (names map[string]bool, series []string) {
 // what the receiver reads: to /alertmanager, resolutions too, with a
 // bearer token.
 func TestDeployAlertmanagerReceiver(t *testing.T) {
-	amtool := needTool(t, "amtool", "prometheus-alertmanager")
+	amtool := testkit.Need(t, "prometheus-alertmanager", "amtool")
 	path := filepath.Join(deployDir, "alertmanager", "llmdoctor-receiver.yml")
 	if out, err := exec.Command(amtool, "check-config", path).CombinedOutput(); err != nil {
 		t.Fatalf("amtool check-config: %v\n%s", err, out)
@@ -96,7 +83,7 @@ func TestDeployAlertmanagerReceiver(t *testing.T) {
 // and fire on the series it exposes: a fresh verdict alerts, a stale one
 // does not, and staleness has its own alert.
 func TestDeployAlertRules(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
+	promtool := testkit.Need(t, "prometheus", "promtool")
 	rulesPath, err := filepath.Abs(filepath.Join(deployDir, "prometheus", "llmdoctor-alerts.yml"))
 	if err != nil {
 		t.Fatal(err)

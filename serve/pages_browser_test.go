@@ -3,6 +3,7 @@ package serve
 import (
 	"testing"
 
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/browsertest"
 	"github.com/llmdoctor/llmdoctor/serve/watch/watchtest"
 )
@@ -11,6 +12,7 @@ import (
 // at a phone's width with no console error, no request beyond the page and
 // nothing wider than the screen.
 func TestReportPagesInBrowser(t *testing.T) {
+	testkit.NeedHeavy(t, "serve's pages in Chromium")
 	b := browsertest.Start(t)
 	s, f := newPagesServer(t, Config{})
 	targets := []watchtest.TV{{Model: "meta-llama/Llama-3.1-70B-Instruct", Bottleneck: "", Sev: "healthy"}, {Model: "m-crit", Bottleneck: "decode", Sev: "critical"}}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
 // TestSlackLoad: 200 slash commands in five bursts of 40 over half a
@@ -26,9 +27,7 @@ import (
 // nothing, every other one gets its result at its response_url. After
 // shutdown no goroutine is left behind.
 func TestSlackLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
+	testkit.NeedHeavy(t, "200 slash commands at once")
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	const n, limit = 200, 8
 	tr := &http.Transport{MaxIdleConnsPerHost: n}

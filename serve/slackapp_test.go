@@ -412,6 +412,12 @@ func TestSlackRejects(t *testing.T) {
 func TestSlackAckFastResultLater(t *testing.T) {
 	h := newSlackHarness(t)
 	h.gate = make(chan struct{})
+	held := make(chan struct{}, 1)
+	diag := h.srv.diag
+	h.srv.diag = func(ctx context.Context, src diagnosis.Sources) (*advisor.Diagnosis, error) {
+		held <- struct{}{}
+		return diag(ctx, src)
+	}
 	start := time.Now()
 	code, ack := h.command(t, `diagnose "llama-3-8b" 30m`)
 	took := time.Since(start)
@@ -422,7 +428,11 @@ func TestSlackAckFastResultLater(t *testing.T) {
 		t.Errorf("ack: %+v", ack)
 	}
 	// The diagnosis is running, held by the gate, past the ack.
-	time.Sleep(2 * time.Second)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the diagnosis did not start in 10s")
+	}
 	if n := len(h.sink.all()); n != 0 {
 		t.Fatalf("%d posts before the diagnosis ended", n)
 	}

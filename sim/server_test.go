@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -55,21 +56,28 @@ func TestStepModeAdvancesPerScrapeWithTimestamps(t *testing.T) {
 	}
 }
 
+// In speed mode a scrape moves the engine to the wall clock times the speed
+// (in a synctest bubble, whose clock moves only when the test sleeps).
 func TestSpeedModeFollowsWallClock(t *testing.T) {
-	e, _ := New(shortScenario(t, "healthy"), false)
-	e.AdvanceTo(60)
-	srv := httptest.NewServer(NewServer(e, 0, 600).Handler())
-	defer srv.Close()
-	time.Sleep(50 * time.Millisecond)
-	body := get(t, srv.URL+"/metrics")
-	if e.Now() < 80 {
-		t.Fatalf("600× for 50 ms should pass 30 virtual seconds, clock at %v", e.Now())
-	}
-	for _, l := range strings.Split(body, "\n") {
-		if strings.HasPrefix(l, "vllm:num_requests_running{") && len(strings.Fields(l)) != 2 {
-			t.Fatalf("speed mode must not stamp samples: %q", l)
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := New(shortScenario(t, "healthy"), false)
+		e.AdvanceTo(60)
+		h := NewServer(e, 0, 600).Handler()
+		time.Sleep(50 * time.Millisecond)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if w.Code != http.StatusOK {
+			t.Fatalf("/metrics: HTTP %d", w.Code)
 		}
-	}
+		if e.Now() < 90 || e.Now() > 91 {
+			t.Fatalf("600× for 50 ms should pass 30 virtual seconds from 60, clock at %v", e.Now())
+		}
+		for _, l := range strings.Split(w.Body.String(), "\n") {
+			if strings.HasPrefix(l, "vllm:num_requests_running{") && len(strings.Fields(l)) != 2 {
+				t.Fatalf("speed mode must not stamp samples: %q", l)
+			}
+		}
+	})
 }
 
 // A step-mode server scraped from the warm-up on serves exactly what Offline

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
 // randomScenario draws engine and workload parameters across their ranges.
@@ -37,9 +39,9 @@ func randomScenario(r *rand.Rand, i int) *Scenario {
 
 // The simulator's invariants under randomized parameters.
 func TestInvariantsUnderRandomScenarios(t *testing.T) {
-	n := 40
-	if testing.Short() {
-		n = 8
+	n := 8
+	if testkit.Heavy() {
+		n = 40
 	}
 	r := rand.New(rand.NewSource(42))
 	for i := 0; i < n; i++ {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
 func benchFile(name string) string {
@@ -15,13 +17,7 @@ func benchFile(name string) string {
 // The JUnit output validates against the JUnit 4 schema.
 func TestChecklistJUnitValidates(t *testing.T) {
 	t.Parallel()
-	xmllint, err := exec.LookPath("xmllint")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("xmllint missing: CI installs libxml2-utils")
-		}
-		t.Skip("xmllint not installed (apt-get install libxml2-utils)")
-	}
+	xmllint := testkit.Need(t, "libxml2-utils", "xmllint")
 	_, out, _ := runCLI(t, "checklist", "--format", "junit", "--bench", benchFile("bench-nonstreaming.json"), "--slo", "ttft_p99=1s,itl_p99=50ms")
 	p := filepath.Join(t.TempDir(), "checklist.xml")
 	os.WriteFile(p, []byte(out), 0o644)

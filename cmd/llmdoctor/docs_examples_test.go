@@ -306,6 +306,11 @@ func TestReadmeUsageRuns(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(m[1]), "\n") {
 		line = strings.TrimSpace(line)
 		t.Run(line, func(t *testing.T) {
+			// In parallel, but for sim's: its Ctrl-C goes to the whole
+			// process, so it runs alone, before the others start.
+			if !strings.HasPrefix(line, "llmdoctor sim ") {
+				t.Parallel()
+			}
 			run, ok := readmeUsage[line]
 			if !ok {
 				t.Fatalf("README usage line %q has no run in readmeUsage (docs_examples_test.go): add one", line)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +9,9 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
-
-var updateFirstScreens = flag.Bool("update-first-screens", false, "rewrite testdata/first-screen/*.txt from the demo scenarios")
 
 // The first screen of every demo scenario, at 80 and 120 columns, is its
 // golden file (reviewed like code): each scenario is run by the simulator
@@ -66,7 +64,7 @@ func TestFirstScreens(t *testing.T) {
 					t.Errorf("width %d: the first screen is %d lines", width, len(lines))
 				}
 				golden := filepath.Join("testdata", "first-screen", fmt.Sprintf("%s-%d.txt", sc.Name, width))
-				if *updateFirstScreens {
+				if *testkit.Update {
 					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
 						t.Fatal(err)
 					}
@@ -77,10 +75,10 @@ func TestFirstScreens(t *testing.T) {
 				}
 				want, err := os.ReadFile(golden)
 				if err != nil {
-					t.Fatalf("%v (go test ./cmd/llmdoctor -run FirstScreens -update-first-screens writes it)", err)
+					t.Fatalf("%v (go test ./cmd/llmdoctor -run FirstScreens -update writes it)", err)
 				}
 				if string(want) != out {
-					t.Errorf("%s differs from the report (-update-first-screens rewrites it; review the diff):\n%s", golden, out)
+					t.Errorf("%s differs from the report (-update rewrites it; review the diff):\n%s", golden, out)
 				}
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
 // Every command says what it does, shows how it is used and what its exit
@@ -125,10 +127,7 @@ func words(s string) []string {
 // docs man writes a page for every command, and groff reads each without
 // a warning.
 func TestManPages(t *testing.T) {
-	groff, err := exec.LookPath("groff")
-	if err != nil {
-		t.Skip("groff is not installed (Debian: groff-base)")
-	}
+	groff := testkit.Need(t, "groff-base", "groff")
 	dir := t.TempDir()
 	if code, _, errOut := runCLI(t, "docs", "man", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,13 +13,12 @@ import (
 	"testing"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/browsertest"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/sim"
 	"github.com/llmdoctor/llmdoctor/simrun/accuracy"
 )
-
-var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/report.png, the README's picture of the demo report")
 
 // The README's picture and the page it was taken of, by a digest of the
 // page with the simulator's loopback port left out.
@@ -63,6 +61,7 @@ func renderHTML(t *testing.T, d *advisor.Diagnosis) []byte {
 // DOM; every chart draws marks and readable text; nothing is wider than a
 // 390 px phone.
 func TestHTMLReportInBrowser(t *testing.T) {
+	testkit.NeedHeavy(t, "every report page in Chromium")
 	b := browsertest.Start(t)
 	set, cfg, err := loadRules("-", nil)
 	if err != nil {
@@ -305,7 +304,7 @@ func comparePage(t *testing.T) pageCase {
 
 // The README shows the demo's report as a picture: docs/report.png, taken
 // of the page `llmdoctor demo --format html` writes. The picture is stale
-// when the page changed since; -update-screenshot takes it again.
+// when the page changed since; -update takes it again.
 func TestReadmePicture(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"demo", "--format", "html"}, nil, &out, &errb); code != 0 {
@@ -313,7 +312,7 @@ func TestReadmePicture(t *testing.T) {
 	}
 	sum := sha256.Sum256(loopbackPort.ReplaceAll(out.Bytes(), []byte("127.0.0.1:PORT")))
 	digest := hex.EncodeToString(sum[:]) + "\n"
-	if *updateScreenshot {
+	if *testkit.Update {
 		b := browsertest.Start(t)
 		p := b.Load(t, out.Bytes(), 1280)
 		if len(p.ConsoleErrors) > 0 {
@@ -327,7 +326,7 @@ func TestReadmePicture(t *testing.T) {
 	}
 	got, err := os.ReadFile(readmeDigest)
 	if err != nil || string(got) != digest {
-		t.Errorf("docs/report.png was taken of another page than demo --format html writes now: run go test ./cmd/llmdoctor -run TestReadmePicture -update-screenshot")
+		t.Errorf("docs/report.png was taken of another page than demo --format html writes now: run go test ./cmd/llmdoctor -run TestReadmePicture -update")
 	}
 	if _, err := os.Stat(readmePicture); err != nil {
 		t.Error(err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,10 +92,20 @@ func init() {
 		robustCase{Area: "sources", Input: "scraping interrupted (Ctrl-C) during --duration",
 			Want: "what was collected is diagnosed, with a note saying the scraping stopped early",
 			Test: func(t *testing.T) {
-				u := serveText(t, exampleText(t, "queueing", "end.prom"))
+				// Interrupted once the third scrape has been served.
+				body := exampleText(t, "queueing", "end.prom")
 				ctx, cancel := context.WithCancel(context.Background())
-				s := &scrape.Scraper{URLs: []string{u + "/metrics"}, Interval: 20 * time.Millisecond, Duration: time.Hour}
-				go func() { time.Sleep(150 * time.Millisecond); cancel() }()
+				defer cancel()
+				var served atomic.Int32
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+					w.Write([]byte(body))
+					if served.Add(1) == 3 {
+						cancel()
+					}
+				}))
+				defer srv.Close()
+				s := &scrape.Scraper{URLs: []string{srv.URL + "/metrics"}, Interval: 20 * time.Millisecond, Duration: time.Hour}
 				w, err := s.Run(ctx)
 				if err != nil || w.Points < 2 || !strings.Contains(strings.Join(w.Notes, "\n"), "the diagnosis covers what was collected") {
 					t.Fatalf("err %v, %d points, notes %v", err, w.Points, w.Notes)

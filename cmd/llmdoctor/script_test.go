@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,20 +14,20 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"go.uber.org/goleak"
 
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
 
-var updateScripts = flag.Bool("update-scripts", false,
-	"TestScripts: when a cmp against a file in the archive fails, rewrite that file in testdata/script/*.txtar instead")
-
 // TestMain makes the test binary the llmdoctor command as well: run as
 // "llmdoctor" (a script's exec llmdoctor, or execCLI) it runs the command
 // through run and exits; otherwise it runs the tests, with the command on
-// PATH, and stops the shared Prometheus once they are done.
+// PATH, stops the shared Prometheus once they are done and fails if a
+// goroutine outlived them.
 func TestMain(m *testing.M) {
 	testscript.Main(afterTests{m}, map[string]func(){"llmdoctor": scriptMain})
 }
@@ -38,6 +39,13 @@ func (a afterTests) Run() int {
 	slackSleep = noSleep
 	code := a.m.Run()
 	stopSharedProm()
+	// Connections the tests left idle in the default client's pool (its
+	// keep-alive readers and writers) are not leaks.
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "goroutines outlived the tests: %v\n", err)
+		code = 1
+	}
 	return code
 }
 
@@ -71,7 +79,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       *updateScripts,
+		UpdateScripts:       *testkit.Update,
 		Setup: func(env *testscript.Env) error {
 			for k, v := range map[string]string{
 				// The repository, and the inputs kept in it: the example

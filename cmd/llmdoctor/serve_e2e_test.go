@@ -20,28 +20,11 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/fakeslack"
 	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 	"github.com/llmdoctor/llmdoctor/sim"
 )
-
-// needAlertmanager returns the path of Debian's prometheus-alertmanager,
-// or skips (fails in CI, which installs it).
-func needAlertmanager(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("prometheus-alertmanager")
-	if err != nil {
-		p, err = exec.LookPath("alertmanager")
-	}
-	if err != nil {
-		msg := "prometheus-alertmanager is not installed (apt-get install prometheus-alertmanager)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + ": CI must install it")
-		}
-		t.Skip(msg)
-	}
-	return p
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -122,8 +105,9 @@ func (s *syncBuffer) String() string {
 // it; a fake Slack that checks Slack's limits gets exactly one message,
 // whose verdict is the scenario's: queueing.
 func TestServeAlertmanagerEndToEnd(t *testing.T) {
+	testkit.NeedHeavy(t, "Prometheus, Alertmanager and serve end to end")
 	prometheus, _ := promtest.Need(t)
-	alertmanager := needAlertmanager(t)
+	alertmanager := testkit.Need(t, "prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
 	began := time.Now()
 	dir := t.TempDir()
 
@@ -295,6 +279,8 @@ alerting:
 	}
 	if r, err := http.Get(llmdoctor + "/readyz"); err != nil || r.StatusCode != http.StatusOK {
 		t.Errorf("/readyz with Prometheus up: %v %v", err, r)
+	} else {
+		r.Body.Close()
 	}
 
 	// Shutdown is graceful and quick.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +21,17 @@ func TestSIGTERMEndsAScrapeWithAPartialDiagnosis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(simHandler(t, sc, 30*time.Second, 0))
+	// The signal goes once the third scrape has been served: the command
+	// handles signals by then, and has something to diagnose.
+	simulated := simHandler(t, sc, 30*time.Second, 0)
+	scraped := make(chan struct{})
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		simulated.ServeHTTP(w, r)
+		if served.Add(1) == 3 {
+			close(scraped)
+		}
+	}))
 	defer srv.Close()
 	type result struct {
 		code      int
@@ -30,7 +42,11 @@ func TestSIGTERMEndsAScrapeWithAPartialDiagnosis(t *testing.T) {
 		code, out, errs := runCLI(t, "diagnose", "--target", srv.URL, "--duration", "5m", "--interval", "200ms", "--format", "json")
 		done <- result{code, out, errs}
 	}()
-	time.Sleep(2 * time.Second)
+	select {
+	case <-scraped:
+	case r := <-done:
+		t.Fatalf("the scrape ended before the signal: exit %d\nstderr %s", r.code, r.errs)
+	}
 	p, _ := os.FindProcess(os.Getpid())
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Skip("cannot signal on this platform:", err)

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	_ "github.com/llmdoctor/llmdoctor/collectors/vllm"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
 // The registry must hold every engine this repository ships: the engine
@@ -330,14 +330,12 @@ func TestRegisterRefusals(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite docs/engines.md")
-
 // docs/engines.md is the registered catalogues, current: an engine without
 // its page fails here.
 func TestEnginesDoc(t *testing.T) {
 	want := engine.Doc()
 	path := filepath.Join("..", "..", "docs", "engines.md")
-	if *update {
+	if *testkit.Update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -89,6 +89,9 @@ func (c Connection) RoundTripper() (http.RoundTripper, error) {
 		TLSClientConfig:       tlsCfg,
 		ResponseHeaderTimeout: timeout,
 		MaxIdleConnsPerHost:   16,
+		// As http.DefaultTransport: a long-running server does not keep
+		// a connection (and its two goroutines) per diagnosis for ever.
+		IdleConnTimeout: 90 * time.Second,
 	}
 	return &authTransport{base: base, conn: c}, nil
 }
@@ -96,6 +99,14 @@ func (c Connection) RoundTripper() (http.RoundTripper, error) {
 type authTransport struct {
 	base http.RoundTripper
 	conn Connection
+}
+
+// CloseIdleConnections closes the connections kept for reuse; an
+// http.Client over the transport forwards its own to it.
+func (t *authTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {

@@ -193,6 +193,10 @@ func (c *Collector) rng() string { return model.Duration(c.opt.Window).String() 
 // queries depends on the families present and Parallel, never on how many
 // instances or models there are.
 func (c *Collector) Collect(ctx context.Context) (*window.Window, error) {
+	// The connections of this collection are not kept once it is done.
+	if ci, ok := c.client.(interface{ CloseIdleConnections() }); ok {
+		defer ci.CloseIdleConnections()
+	}
 	start, end := c.opt.End.Add(-c.opt.Window), c.opt.End
 	w := window.New()
 	w.Start, w.End = start, end

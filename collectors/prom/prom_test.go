@@ -50,7 +50,7 @@ func TestFailuresAreOneClearLine(t *testing.T) {
 			http.Error(w, "upstream exploded", http.StatusInternalServerError)
 		}), "server or a proxy in front of it is in trouble"},
 		"timeout": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(time.Second)
+			<-r.Context().Done() // no answer until the client gives up
 		}), "timed out"},
 		"401": {fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -168,7 +168,7 @@ func TestBadURLAndTLSFiles(t *testing.T) {
 
 // Errors are typed and leave flag names to the front end.
 func TestErrorsAreTypedWithoutFlagNames(t *testing.T) {
-	slow := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(time.Second) })
+	slow := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	empty := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"status":"success","data":[]}`) })
 	for url, kind := range map[string]Kind{slow: Timeout, empty: NoMetrics} {
 		err := collect(t, Connection{URL: url})

@@ -112,10 +112,8 @@ func TestRequestsSameOnTestdata(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkSameRequests(t, p, data)
-		for _, n := range []int{1, 2, len(data) / 3, len(data) / 2, len(data) - 2, len(data) - 1} {
-			if n > 0 && n < len(data) {
-				checkSameRequests(t, fmt.Sprintf("%s[:%d]", p, n), data[:n])
-			}
+		for _, n := range cuts(data) {
+			checkSameRequests(t, fmt.Sprintf("%s[:%d]", p, n), data[:n])
 		}
 	}
 	for i, in := range badInputs {
@@ -248,10 +246,7 @@ func genRequests(r *rand.Rand, n int) []byte {
 }
 
 func TestRequestsSameOnRandom(t *testing.T) {
-	n := 300
-	if testing.Short() {
-		n = 60
-	}
+	n := scaled(30, 300)
 	r := rand.New(rand.NewSource(11))
 	for i := range n {
 		doc := genRequests(r, 1+r.Intn(60))

@@ -29,7 +29,7 @@ func oldReadBench(r io.Reader, from string) (*Accumulator, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %s", from, oneLine(err))
 	}
-	if len(data) > maxBench {
+	if int64(len(data)) > maxBench {
 		return nil, nil, fmt.Errorf("%s is larger than %d MiB, more than a benchmark result holds: split the run, or give its requests as per-request JSONL, which streams", from, maxBench>>20)
 	}
 	data = bytes.TrimLeft(bytes.TrimPrefix(data, bom), " \t\r\n")

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
 // sameBits compares two values field by field, unexported fields included,
@@ -160,10 +162,15 @@ func checkSame(t *testing.T, name string, in []byte) {
 	}
 }
 
-// benchFiles: every bench document under a testdata directory of the repository.
+// benchFiles: every bench document under a testdata directory of the
+// repository; in the quick tier only those of this package.
 func benchFiles(t *testing.T) []string {
+	root := "testdata"
+	if testkit.Heavy() {
+		root = filepath.Join("..", "..")
+	}
 	var out []string
-	err := filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -181,6 +188,21 @@ func benchFiles(t *testing.T) []string {
 	return out
 }
 
+// cuts are where a test file is cut short: at its start, in the middle and
+// at its end; in the quick tier only for files up to 128 KiB.
+func cuts(data []byte) []int {
+	if !testkit.Heavy() && len(data) > 128<<10 {
+		return nil
+	}
+	var out []int
+	for _, n := range []int{1, 2, len(data) / 3, len(data) / 2, len(data) - 2, len(data) - 1} {
+		if n > 0 && n < len(data) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func TestBenchStreamSameOnTestdata(t *testing.T) {
 	files := benchFiles(t)
 	if len(files) < 5 {
@@ -193,10 +215,8 @@ func TestBenchStreamSameOnTestdata(t *testing.T) {
 		}
 		checkSame(t, p, data)
 		// Cut short, and in the middle: appended-run and error paths.
-		for _, n := range []int{1, 2, len(data) / 3, len(data) / 2, len(data) - 2, len(data) - 1} {
-			if n > 0 && n < len(data) {
-				checkSame(t, fmt.Sprintf("%s[:%d]", p, n), data[:n])
-			}
+		for _, n := range cuts(data) {
+			checkSame(t, fmt.Sprintf("%s[:%d]", p, n), data[:n])
 		}
 	}
 }
@@ -445,10 +465,7 @@ func mutate(r *rand.Rand, in []byte) []byte {
 
 // TestBenchStreamSameOnRandom: generated documents, whole, appended, damaged.
 func TestBenchStreamSameOnRandom(t *testing.T) {
-	n := 500 // each read five ways (sameRead)
-	if testing.Short() {
-		n = 200
-	}
+	n := scaled(50, 500) // each read five ways (sameRead)
 	r := rand.New(rand.NewSource(7))
 	for i := range n {
 		doc := genBench(r)
@@ -526,11 +543,8 @@ func (spaces) Read(p []byte) (int, error) {
 
 // A document past the size bound is refused as before, without holding it.
 func TestBenchStreamTooLarge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reads 1 GiB")
-	}
 	_, _, err := ReadBench(io.MultiReader(strings.NewReader(benchJSON(30, nil)), spaces{}), "b.json")
-	if err == nil || !strings.Contains(err.Error(), "b.json is larger than 1024 MiB") {
+	if want := fmt.Sprintf("b.json is larger than %d MiB", maxBench>>20); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v", err)
 	}
 }

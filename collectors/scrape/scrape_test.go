@@ -209,7 +209,7 @@ func TestScrapeErrorsAreOneClearLine(t *testing.T) {
 	}))
 	defer fail.Close()
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(300 * time.Millisecond)
+		<-r.Context().Done() // no answer until the client gives up
 	}))
 	defer slow.Close()
 	closed := httptest.NewServer(http.NotFoundHandler())

@@ -32,8 +32,16 @@ func NeedHeavy(t testing.TB, what string) {
 	}
 }
 
+// CI reports whether the tests run in CI (the environment variable CI is
+// set, as .ci/run and CI services set it), where every tool is installed
+// and a missing one is a failure, not a skip.
+func CI() bool {
+	v := os.Getenv("CI")
+	return v != "" && v != "0" && !strings.EqualFold(v, "false")
+}
+
 // Need returns the path of the first of names found on PATH, or skips the
-// test; under CI=true it fails instead, as CI installs debianPkg.
+// test; in CI it fails instead, as CI installs debianPkg.
 func Need(t testing.TB, debianPkg string, names ...string) string {
 	t.Helper()
 	for _, n := range names {
@@ -42,7 +50,7 @@ func Need(t testing.TB, debianPkg string, names ...string) string {
 		}
 	}
 	msg := fmt.Sprintf("%s is not installed (apt-get install %s)", strings.Join(names, " or "), debianPkg)
-	if os.Getenv("CI") == "true" {
+	if CI() {
 		t.Fatal(msg + ": CI must install it")
 	}
 	t.Skip(msg)

@@ -1,15 +1,14 @@
 package chart
 
 import (
-	"flag"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.svg from the current output")
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
+)
 
 type chart interface {
 	SVG() string
@@ -71,7 +70,7 @@ func TestGolden(t *testing.T) {
 			got := c.SVG()
 			checkSVG(t, got)
 			path := filepath.Join("testdata", name+".svg")
-			if *update {
+			if *testkit.Update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -14,8 +14,8 @@
 //		t.Errorf("wider than 390px: %q", o)
 //	}
 //
-// Start skips the test when no Chromium is installed, unless the environment
-// variable CI is set: then it fails, because CI must run the browser tests.
+// Start skips the test when no Chromium is installed, unless it runs in CI
+// (testkit.CI): then it fails, because CI must run the browser tests.
 //
 // The pages can reach loopback only, so no test traffic leaves the machine:
 // Chromium sends every other request to a guard proxy on loopback that closes
@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +39,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
 // timeout bounds each step of the package: the start of the browser, one
@@ -67,16 +68,10 @@ type Browser struct {
 // and waits until the browser process and its children are gone.
 //
 // When no Chromium is found, Start skips the test with a one-line reason,
-// unless the environment variable CI is non-empty: then it fails the test.
+// unless it runs in CI: then it fails the test (testkit.Need).
 func Start(t testing.TB) *Browser {
 	t.Helper()
-	path, err := findChromium()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("browsertest: %v (CI is set, so the browser tests must run)", err)
-		}
-		t.Skipf("browsertest: %v", err)
-	}
+	path := testkit.Need(t, "chromium", chromiumNames...)
 
 	// The guard proxy gets every request that does not go to loopback
 	// (Chromium never proxies loopback) and closes the connection at once,
@@ -150,16 +145,6 @@ func Start(t testing.TB) *Browser {
 		b.proc = c.Browser.Process()
 	}
 	return b
-}
-
-// findChromium returns the path of the first Chromium in PATH.
-func findChromium() (string, error) {
-	for _, name := range chromiumNames {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("no Chromium found in PATH (looked for %s)", strings.Join(chromiumNames, ", "))
 }
 
 // refuseAll accepts connections on l and closes them at once, until l is

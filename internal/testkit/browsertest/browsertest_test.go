@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
 var screenshotDir = flag.String("screenshots", "", "keep the screenshots of the tests in this directory")
@@ -31,6 +33,7 @@ const cleanDoc = `<!doctype html>
 
 // TestPages checks what Load records, on one shared browser.
 func TestPages(t *testing.T) {
+	testkit.NeedHeavy(t, "Chromium")
 	b := Start(t)
 
 	t.Run("clean", func(t *testing.T) {
@@ -222,6 +225,7 @@ func TestPages(t *testing.T) {
 // TestLoadTimeout checks that a page that never loads fails the test with a
 // clear message, and that the browser still works after it.
 func TestLoadTimeout(t *testing.T) {
+	testkit.NeedHeavy(t, "Chromium")
 	b := Start(t)
 	// An image from a loopback server that never answers holds up the load
 	// event.
@@ -272,6 +276,7 @@ func TestLoadTimeout(t *testing.T) {
 // TestTabsAreClosed checks that each Load has a tab of its own, closed when
 // its test ends, in the one browser process.
 func TestTabsAreClosed(t *testing.T) {
+	testkit.NeedHeavy(t, "Chromium")
 	b := Start(t)
 	before := pageTargets(t, b)
 	t.Run("load", func(t *testing.T) {
@@ -289,6 +294,7 @@ func TestTabsAreClosed(t *testing.T) {
 // TestNoLeftovers checks that no process of the browser survives the test
 // that started it, and that its profile is gone.
 func TestNoLeftovers(t *testing.T) {
+	testkit.NeedHeavy(t, "Chromium")
 	var dir string
 	t.Run("browser", func(t *testing.T) {
 		b := Start(t)
@@ -313,6 +319,7 @@ const childEnv = "BROWSERTEST_CHILD"
 // TestFailingTestCleansUp runs TestChild in a child process, where it fails
 // or panics with a browser open, and checks that no process survives it.
 func TestFailingTestCleansUp(t *testing.T) {
+	testkit.NeedHeavy(t, "Chromium")
 	for _, mode := range []string{"fatal", "panic"} {
 		t.Run(mode, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestChild$", "-test.v", "-test.count=1")
@@ -353,18 +360,17 @@ func TestChild(t *testing.T) {
 	t.Fatal("failing on purpose")
 }
 
-// TestNoChromium checks that Start skips without Chromium, and fails when CI
-// is set.
+// TestNoChromium checks that Start skips without Chromium, and fails in CI.
 func TestNoChromium(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("CI", "")
 	f := runFake(func(tb testing.TB) { Start(tb) })
-	if len(f.skips) != 1 || !strings.Contains(f.skips[0], "no Chromium found") || len(f.fatals) > 0 {
+	if len(f.skips) != 1 || !strings.Contains(f.skips[0], "chromium or chromium-browser or") || len(f.fatals) > 0 {
 		t.Errorf("without CI: skips %q, fatals %q; want one skip", f.skips, f.fatals)
 	}
 	t.Setenv("CI", "true")
 	f = runFake(func(tb testing.TB) { Start(tb) })
-	if !f.failedWith("no Chromium found") || len(f.skips) > 0 {
+	if !f.failedWith("CI must install it") || len(f.skips) > 0 {
 		t.Errorf("with CI: skips %q, fatals %q; want a failure", f.skips, f.fatals)
 	}
 }
@@ -372,6 +378,7 @@ func TestNoChromium(t *testing.T) {
 // TestSpeed measures Start and ten Loads, each in its own tab that closes
 // after it.
 func TestSpeed(t *testing.T) {
+	testkit.NeedHeavy(t, "Chromium")
 	start := time.Now()
 	b := Start(t)
 	started := time.Since(start)
@@ -520,6 +527,10 @@ func (f *fakeTB) Fatalf(s string, a ...any) {
 	runtime.Goexit()
 }
 func (f *fakeTB) Fatal(a ...any) { f.record(&f.fatals, fmt.Sprint(a...)); runtime.Goexit() }
+func (f *fakeTB) Skip(a ...any) {
+	f.record(&f.skips, fmt.Sprint(a...))
+	runtime.Goexit()
+}
 func (f *fakeTB) Skipf(s string, a ...any) {
 	f.record(&f.skips, fmt.Sprintf(s, a...))
 	runtime.Goexit()

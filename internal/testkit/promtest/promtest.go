@@ -1,7 +1,7 @@
 // Package promtest runs a real Prometheus server for tests: Debian's
 // prometheus package, on a free loopback port, over a temporary TSDB filled
 // by promtool from OpenMetrics files. Without the binaries the tests skip,
-// except under CI=true, where they fail: CI installs the package.
+// except in CI (testkit.CI), where they fail: CI installs the package.
 package promtest
 
 import (
@@ -15,21 +15,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 )
 
-// Need returns the paths of prometheus and promtool, or skips (fails in CI).
+// Need returns the paths of prometheus and promtool, or skips (fails in
+// CI): testkit.Need for Debian's prometheus package.
 func Need(t testing.TB) (prometheus, promtool string) {
 	t.Helper()
-	p, err1 := exec.LookPath("prometheus")
-	pt, err2 := exec.LookPath("promtool")
-	if err1 != nil || err2 != nil {
-		msg := "prometheus and promtool are not installed (apt-get install prometheus)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + ": CI must install them")
-		}
-		t.Skip(msg)
-	}
-	return p, pt
+	return testkit.Need(t, "prometheus", "prometheus"), testkit.Need(t, "prometheus", "promtool")
 }
 
 // Backfill turns an OpenMetrics file into TSDB blocks in dir.
