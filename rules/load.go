@@ -356,7 +356,7 @@ func (r *Rule) compileBound(b BoundSpec) (bound, error) {
 	}
 	reads := map[string]bool{}
 	if err := r.walk(prog.prog.Node(), reads); err != nil {
-		return bound{}, fmt.Errorf("if: %v", err)
+		return bound{}, fmt.Errorf("if: %w", err)
 	}
 	t, err := template.New(r.ID + "/bound").Funcs(templateFuncs).Option("missingkey=error").Parse(b.Says)
 	if err != nil {
@@ -365,7 +365,7 @@ func (r *Rule) compileBound(b BoundSpec) (bound, error) {
 	// The reason may cite only what the bound's condition reads.
 	tr := map[string]bool{}
 	if err := (&Rule{Spec: r.Spec}).templateReads(t, tr, true); err != nil {
-		return bound{}, fmt.Errorf("says: %v", err)
+		return bound{}, fmt.Errorf("says: %w", err)
 	}
 	for p := range tr {
 		if !reads[p] {

@@ -96,7 +96,7 @@ func (p *promFlags) connection() (prom.Connection, error) {
 	if p.tokenFile != "" {
 		b, err := p.in.read(p.tokenFile)
 		if err != nil {
-			return c, fmt.Errorf("--prom-token-file: %v", err)
+			return c, fmt.Errorf("--prom-token-file: %w", err)
 		}
 		c.BearerToken = strings.TrimSpace(string(b))
 	}

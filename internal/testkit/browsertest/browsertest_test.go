@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -469,7 +470,7 @@ func processesUsing(t testing.TB, dir string) []string {
 	t.Helper()
 	out, err := exec.Command("pgrep", "-l", "-f", "--", "--user-data-dir="+regexp.QuoteMeta(dir)).Output()
 	if err != nil {
-		if e, ok := err.(*exec.ExitError); ok && e.ExitCode() == 1 {
+		if e := (*exec.ExitError)(nil); errors.As(err, &e) && e.ExitCode() == 1 {
 			return nil // no process matched
 		}
 		t.Fatalf("pgrep: %v", err)
