@@ -137,7 +137,7 @@ func newCompare() *cobra.Command {
 	f.Var(choice{&color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
 	f.Var(&width, "width", fmt.Sprintf("columns of the text: %d or more (default the terminal's width, else 80)", minWidth))
 	o.prom.add(f)
-	f.MarkHidden("end")
+	hide(f, "end")
 	f.Lookup("window").Usage = "with --prom: the length of each window"
 	f.StringArrayVar(&at, "at", nil, "with --prom, twice: the moments to compare, each the centre of a --window (now-2h, RFC 3339 or Unix seconds)")
 	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")

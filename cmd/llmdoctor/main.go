@@ -60,11 +60,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, "llmdoctor: "+redact.String(ee.msg))
+			note(stderr, "llmdoctor: %s\n", redact.String(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "llmdoctor: "+redact.String(err.Error()))
+	note(stderr, "llmdoctor: %s\n", redact.String(err.Error()))
 	return 2
 }
 

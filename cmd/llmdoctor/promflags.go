@@ -182,6 +182,6 @@ func queryPrinter(w io.Writer) func(prom.Query) {
 		if q.Step > 0 {
 			when += "  step " + units.ShortDuration(q.Step)
 		}
-		fmt.Fprintf(w, "%s\n  %s\n  %s\n", head, when, strings.ReplaceAll(q.Expr, "\n", "\n  "))
+		note(w, "%s\n  %s\n  %s\n", head, when, strings.ReplaceAll(q.Expr, "\n", "\n  "))
 	}
 }

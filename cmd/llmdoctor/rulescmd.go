@@ -143,18 +143,19 @@ func newRulesCmd() *cobra.Command {
 			for _, r := range all {
 				idW, bnW = max(idW, len(r.ID)), max(bnW, len(r.Bottleneck))
 			}
+			var lines []string
 			row := func(id, sev, bn, title string) {
 				line := fmt.Sprintf("%-*s  %-8s  %-*s  %s", idW, id, sev, bnW, bn, title)
 				if width > 0 && ansi.StringWidth(line) > width {
 					line = ansi.Truncate(line, width, "…")
 				}
-				fmt.Fprintln(out, line)
+				lines = append(lines, line)
 			}
 			row("RULE", "SEVERITY", "BOTTLENECK", "TITLE")
 			for _, r := range all {
 				row(r.ID, r.Sev.String(), r.Bottleneck, r.Title)
 			}
-			return nil
+			return printf(out, "%s\n", strings.Join(lines, "\n"))
 		}}
 
 	showFormat := "text"
@@ -201,7 +202,7 @@ func newRulesCmd() *cobra.Command {
 			rs, err := rules.LoadFS(os.DirFS(args[0]), ".", false)
 			if err != nil {
 				for _, l := range strings.Split(err.Error(), "\n") {
-					fmt.Fprintln(cmd.ErrOrStderr(), filepath.Join(args[0], l))
+					note(cmd.ErrOrStderr(), "%s\n", filepath.Join(args[0], l))
 				}
 				return &exitError{1, "lint failed"}
 			}
@@ -209,8 +210,7 @@ func newRulesCmd() *cobra.Command {
 			if _, err := rules.NewSet(b, rs); err != nil {
 				return &exitError{1, err.Error()}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d rule%s OK\n", len(rs), plural(len(rs)))
-			return nil
+			return printf(cmd.OutOrStdout(), "%d rule%s OK\n", len(rs), plural(len(rs)))
 		}}
 
 	test := &cobra.Command{Use: "test [DIR]", Short: "Run rule fixtures (fired, quiet, insufficient cases per rule)", Args: maxArgs(1),
@@ -247,19 +247,22 @@ func newRulesCmd() *cobra.Command {
 				}
 				results = rules.RunFixtures(set, rs, fsys, func(r *rules.Rule) string { return r.File })
 			}
-			w := cmd.OutOrStdout()
+			var w strings.Builder
 			failed := 0
 			for _, r := range results {
 				if r.OK() {
 					if verbose {
-						fmt.Fprintf(w, "ok    %s\n", r.File)
+						fmt.Fprintf(&w, "ok    %s\n", r.File)
 					}
 					continue
 				}
 				failed++
-				fmt.Fprintf(w, "FAIL  %s: %s\n", r.File, fixtureFailure(r))
+				fmt.Fprintf(&w, "FAIL  %s: %s\n", r.File, fixtureFailure(r))
 			}
-			fmt.Fprintf(w, "%d passed, %d failed\n", len(results)-failed, failed)
+			fmt.Fprintf(&w, "%d passed, %d failed\n", len(results)-failed, failed)
+			if err := printf(cmd.OutOrStdout(), "%s", w.String()); err != nil {
+				return err
+			}
 			if failed > 0 {
 				return &exitError{1, ""}
 			}

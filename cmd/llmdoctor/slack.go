@@ -190,11 +190,11 @@ func (s *slackFlags) printPosted(w io.Writer, res []slackkit.Result) {
 		if r.Replies > 0 {
 			line += fmt.Sprintf(" (%d in its thread)", r.Replies)
 		}
-		fmt.Fprintln(w, line)
+		note(w, "%s\n", line)
 		dropped += r.Dropped
 	}
 	if dropped > 0 {
-		fmt.Fprintf(w, "note: an incoming webhook cannot start a thread, so %d detail message%s went unposted; post with a bot token (%s or --slack-token-file, and --slack-channel) to have them as replies\n",
+		note(w, "note: an incoming webhook cannot start a thread, so %d detail message%s went unposted; post with a bot token (%s or --slack-token-file, and --slack-channel) to have them as replies\n",
 			dropped, plural(dropped), envSlackToken)
 	}
 }

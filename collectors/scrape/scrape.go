@@ -212,12 +212,14 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 		}
 		n++
 		if s.Progress != nil {
-			fmt.Fprintf(s.Progress, "\rscraping %d server(s): %d scrapes, %s of %s ",
+			// Progress is best effort: a terminal that cannot show it does
+			// not stop the scrape.
+			_, _ = fmt.Fprintf(s.Progress, "\rscraping %d server(s): %d scrapes, %s of %s ",
 				len(s.URLs), n, now().Sub(start).Round(time.Second), s.Duration)
 		}
 	}
 	if s.Progress != nil {
-		fmt.Fprintln(s.Progress)
+		_, _ = fmt.Fprintln(s.Progress)
 	}
 	ws := make([]*window.Window, 0, len(s.URLs))
 	for i, u := range s.URLs {
@@ -442,7 +444,7 @@ func readLimited(p string, stdin io.Reader) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot read snapshot: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: all it held was read
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxBody+1))

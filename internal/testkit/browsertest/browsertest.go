@@ -126,7 +126,9 @@ func Start(t testing.TB) *Browser {
 		ccancel()
 		cancel()
 		allocCancel()
-		proxy.Close()
+		if err := proxy.Close(); err != nil {
+			t.Logf("browsertest: closing the proxy: %v", err)
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			t.Logf("browsertest: closing the browser: %v", err)
 		}
@@ -140,7 +142,7 @@ func Start(t testing.TB) *Browser {
 	case err = <-done:
 	case <-time.After(timeout):
 		cancel()
-		<-done
+		_ = <-done // the abandoned start's own error says less than the timeout
 		err = fmt.Errorf("no answer within %v", timeout)
 	}
 	if err != nil {
@@ -171,7 +173,7 @@ func (b *Browser) refuseAll(l net.Listener) {
 			return
 		}
 		b.guarded.Add(1)
-		c.Close()
+		_ = c.Close() // refused: nothing was sent on it
 	}
 }
 
