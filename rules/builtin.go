@@ -92,6 +92,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
 	}
+	c.src = data
 	if c.SLO != (SLO{}) {
 		c.SLOFrom = name
 	}

@@ -249,6 +249,8 @@ func Parse(file string, data []byte) (*Rule, error) {
 	if err := r.walk(r.when.prog.Node(), reads); err != nil {
 		return nil, fail("when", "when: %v", err)
 	}
+	r.shares = map[string]bool{}
+	shareParams(r.when.prog.Node(), r.shares)
 	if spec.Plain != "" {
 		var reads []evidence.Field
 		if r.plain, reads, err = r.condition(spec.Plain); err != nil {

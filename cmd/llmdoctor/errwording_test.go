@@ -36,3 +36,12 @@ func TestTypedErrorsNameTheFlag(t *testing.T) {
 	t.Run("two engines in one log", refusedWith([]string{"3 vLLM stats lines and 3 SGLang scheduler lines", "give each its own --log"}, nil,
 		"diagnose", "--log", both))
 }
+
+// config check refuses a share's threshold above 1 and names its line.
+func TestConfigCheckRefusesAShareAboveOne(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "llmdoctor.yaml")
+	if err := os.WriteFile(p, []byte("rules:\n  kv/full-waiting:\n    params:\n      kv_full: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refusedWith([]string{p + ":4: rules.kv/full-waiting.params.kv_full: 2 is out of range", "within 0 and 1"}, nil, "config", "check", p)(t)
+}
