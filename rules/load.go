@@ -93,13 +93,25 @@ func LoadFS(fsys fs.FS, root string, builtIn bool) ([]*Rule, error) {
 	return out, errors.Join(errs...)
 }
 
-// NewSet checks ids are unique and orders rules by id.
+// DuplicateError says two rules have one id.
+type DuplicateError struct {
+	ID string
+	// Rule is the later of the two, Prev the earlier.
+	Rule, Prev *Rule
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("%s:%d: rule %s: duplicate id (also in %s:%d)", e.Rule.File, e.Rule.Line, e.ID, e.Prev.File, e.Prev.Line)
+}
+
+// NewSet checks ids are unique (a *DuplicateError when not) and orders
+// rules by id.
 func NewSet(rs ...[]*Rule) (*Set, error) {
 	s := &Set{byID: map[string]*Rule{}}
 	for _, l := range rs {
 		for _, r := range l {
 			if prev, ok := s.byID[r.ID]; ok {
-				return nil, fmt.Errorf("%s:%d: rule %s: duplicate id (also in %s:%d)", r.File, r.Line, r.ID, prev.File, prev.Line)
+				return nil, &DuplicateError{ID: r.ID, Rule: r, Prev: prev}
 			}
 			s.byID[r.ID] = r
 			s.Rules = append(s.Rules, r)

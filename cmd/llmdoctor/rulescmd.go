@@ -195,7 +195,8 @@ func newRulesCmd() *cobra.Command {
 	lint := &cobra.Command{Use: "lint DIR", Short: "Load and compile the rule files in DIR, reporting every error", Args: exactArgs(1),
 		Long: "Load and compile every rule file under DIR beside the built-in rules: YAML, the\n" +
 			"expressions, the evidence paths they read, params, message templates, ids that\n" +
-			"clash. Every error is printed as FILE:LINE: what is wrong." +
+			"clash. Every error is printed as FILE:LINE: what is wrong. A DIR holding every\n" +
+			"built-in rule file (rules/builtin, as you edit them) is linted in their place." +
 			exitStatus("0  every rule compiles", "1  a rule does not", exitBadUsage),
 		Example: "  llmdoctor rules lint ./team-rules",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -206,7 +207,16 @@ func newRulesCmd() *cobra.Command {
 				}
 				return &exitError{1, "lint failed"}
 			}
-			b, _ := rules.Builtin()
+			b, err := rules.Builtin()
+			if err != nil {
+				return &exitError{2, err.Error()}
+			}
+			// DIR holding every built-in rule file is the built-in tree
+			// (being edited): it is linted in place of the built-in rules,
+			// not against them.
+			if holdsBuiltin(rs, b) {
+				b = nil
+			}
 			if _, err := rules.NewSet(b, rs); err != nil {
 				return &exitError{1, err.Error()}
 			}
@@ -341,4 +351,19 @@ func maxArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// holdsBuiltin says whether rs, read from a directory, hold every built-in
+// rule file at its place: the directory is rules/builtin, or rules/.
+func holdsBuiltin(rs, builtin []*rules.Rule) bool {
+	have := map[string]bool{}
+	for _, r := range rs {
+		have[r.File] = true
+	}
+	for _, r := range builtin {
+		if !have[r.File] && !have[strings.TrimPrefix(r.File, "builtin/")] {
+			return false
+		}
+	}
+	return len(builtin) > 0
 }
