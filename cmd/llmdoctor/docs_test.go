@@ -37,7 +37,9 @@ func TestWritingRulesExamplesRun(t *testing.T) {
 		t.Fatalf("rules test: %d %s %s", code, out, errOut)
 	}
 	cfg := filepath.Join(t.TempDir(), "llmdoctor.yaml")
-	os.WriteFile(cfg, []byte(blocks[5]), 0o644)
+	if err := os.WriteFile(cfg, []byte(blocks[5]), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errOut := runCLI(t, append([]string{"diagnose", "--config", cfg, "--rules", dir}, example("queueing")...)...); code != 0 {
 		t.Fatalf("diagnose with the documented config: %d %s", code, errOut)
 	}
@@ -137,8 +139,12 @@ func TestSlackDocExcerptIsTheMessage(t *testing.T) {
 	}
 	for i, blk := range doc.Attachments[0].Blocks {
 		var a, b any
-		json.Unmarshal(blk, &a)
-		json.Unmarshal(got.Attachments[0].Blocks[i], &b)
+		if err := json.Unmarshal(blk, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(got.Attachments[0].Blocks[i], &b); err != nil {
+			t.Fatal(err)
+		}
 		if ja, _ := json.Marshal(a); string(ja) != string(mustJSON(b)) {
 			t.Errorf("block %d differs:\n doc  %s\n real %s", i, ja, mustJSON(b))
 		}

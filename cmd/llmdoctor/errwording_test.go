@@ -45,3 +45,12 @@ func TestConfigCheckRefusesAShareAboveOne(t *testing.T) {
 	}
 	refusedWith([]string{p + ":4: rules.kv/full-waiting.params.kv_full: 2 is out of range", "within 0 and 1"}, nil, "config", "check", p)(t)
 }
+
+// writeFile writes a test's input file, readable by its owner only (some
+// hold a secret).
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

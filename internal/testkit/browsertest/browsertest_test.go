@@ -244,11 +244,13 @@ func TestLoadTimeout(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() {
-		hold.Close()
+		if err := hold.Close(); err != nil {
+			t.Error(err)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close() // held open only to be counted
 		}
 	})
 
