@@ -142,8 +142,8 @@ func Start(t testing.TB) *Browser {
 	case err = <-done:
 	case <-time.After(timeout):
 		cancel()
-		_ = <-done // the abandoned start's own error says less than the timeout
-		err = fmt.Errorf("no answer within %v", timeout)
+		// The abandoned start's own error, if any, follows the timeout.
+		err = errors.Join(fmt.Errorf("no answer within %v", timeout), <-done)
 	}
 	if err != nil {
 		t.Fatalf("browsertest: starting %s: %v%s", path, err, b.outputTail())
