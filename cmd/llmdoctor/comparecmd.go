@@ -190,7 +190,7 @@ func readDiagnosis(path string) (*advisor.Diagnosis, error) {
 	}
 	var d advisor.Diagnosis
 	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, &exitError{2, fmt.Sprintf("%s: not a diagnosis saved with --format json: %v", path, err)}
+		return nil, usageErr("%s: not a diagnosis saved with --format json: %w", path, err)
 	}
 	if d.Schema != "llmdoctor.diagnosis/v1" {
 		return nil, &exitError{2, fmt.Sprintf("%s: schema %q, want llmdoctor.diagnosis/v1 (a diagnosis saved with --format json)", path, d.Schema)}

@@ -146,7 +146,7 @@ func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	if o.failOn != "" {
 		s, err := rules.ParseSeverity(o.failOn)
 		if err != nil {
-			return usageErr("--fail-on: %v", err)
+			return usageErr("--fail-on: %w", err)
 		}
 		failOn = s
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 )
 
 // The libraries return typed errors in their own words; the command line
@@ -52,5 +55,17 @@ func writeFile(t *testing.T, p, content string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A usage error keeps its cause for errors.Is and errors.As, and is an
+// exitError (exit 2) all the same.
+func TestUsageErrorKeepsItsCause(t *testing.T) {
+	cause := &diagnosis.SourceError{Problem: diagnosis.NothingToRead}
+	err := usageErr("--x: %w", cause)
+	var se *diagnosis.SourceError
+	var ee *exitError
+	if !errors.As(err, &se) || se != cause || !errors.As(err, &ee) || ee.code != 2 || ee.msg != "--x: "+cause.Error() {
+		t.Fatalf("usageErr lost its cause or its exit code: %#v", err)
 	}
 }

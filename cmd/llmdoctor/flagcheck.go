@@ -105,7 +105,7 @@ func (o *diagnoseOpts) sourceProblem(p diagnosis.Problem) error {
 	case diagnosis.UnknownEngine:
 		return usageErr("--engine %q: want auto, %s", o.engine, strings.Join(engine.Names(), " or "))
 	}
-	return usageErr("%v", &diagnosis.SourceError{Problem: p})
+	return usageErr("%w", &diagnosis.SourceError{Problem: p})
 }
 
 // readFailure words a source that could not be read: what happened, then
@@ -121,11 +121,11 @@ func (o *diagnoseOpts) readFailure(re *diagnosis.ReadError) error {
 	case re.Kind == diagnosis.KindPrometheus:
 		return o.prom.explain(re.Err)
 	case re.Opening:
-		return &exitError{2, fmt.Sprintf("--%s: %v", re.Kind, re.Err)}
+		return usageErr("--%s: %w", re.Kind, re.Err)
 	case errors.As(re.Err, &fe) && fe.Reader != "" && fe.Reader != re.Kind:
-		return &exitError{2, fmt.Sprintf("%v: use --%s", re.Err, fe.Reader)}
+		return usageErr("%w: use --%s", re.Err, fe.Reader)
 	case errors.As(re.Err, &fe) && fe.Convert != "":
-		return &exitError{2, fmt.Sprintf("%v, then give it to --requests", re.Err)}
+		return usageErr("%w, then give it to --requests", re.Err)
 	case errors.As(re.Err, &se) && se.Readings > 0:
 		return &exitError{2, re.Err.Error() + ": leave out --snapshot-interval"}
 	case errors.As(re.Err, &se):

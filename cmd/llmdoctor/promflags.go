@@ -119,7 +119,7 @@ func (p *promFlags) source() (*diagnosis.PromSource, error) {
 	now := time.Now()
 	end, err := parseEnd(p.end, now)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, usageErr("%w", err)
 	}
 	if p.at != "" {
 		if p.end != "" {
@@ -127,7 +127,7 @@ func (p *promFlags) source() (*diagnosis.PromSource, error) {
 		}
 		at, err := parseTime("--at", p.at, now)
 		if err != nil {
-			return nil, usageErr("%v", err)
+			return nil, usageErr("%w", err)
 		}
 		if at.After(now) {
 			return nil, usageErr("--at %s is in the future: nothing is recorded there yet", p.at)
@@ -140,7 +140,7 @@ func (p *promFlags) source() (*diagnosis.PromSource, error) {
 	}
 	conn, err := p.connection()
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, usageErr("%w", err)
 	}
 	return &diagnosis.PromSource{Connection: conn, Options: prom.Options{Window: p.window, End: end, Step: p.step,
 		Selector: p.selector, Parallel: p.parallel}}, nil
