@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
@@ -522,8 +523,7 @@ func noise(t advisor.TargetReport, dist, stat string) float64 {
 		sigma := math.Sqrt(body*body + 0.01*(top-pts[0][1])*(top-pts[0][1]))
 		return z * sigma / math.Sqrt(n)
 	case "p50", "p90", "p95", "p99":
-		var p float64
-		fmt.Sscanf(stat, "p%f", &p)
+		p, _ := strconv.ParseFloat(stat[1:], 64) // one of the four above
 		p /= 100
 		// One rank more either way: a sample quantile is an order
 		// statistic, and small samples move it by whole ranks.

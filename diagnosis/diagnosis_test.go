@@ -201,7 +201,9 @@ func TestErrorsAreTyped(t *testing.T) {
 	}
 	dir := t.TempDir()
 	gpu := filepath.Join(dir, "dcgm.prom")
-	os.WriteFile(gpu, []byte("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 97\n"), 0o644)
+	if err := os.WriteFile(gpu, []byte("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 97\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err = Run(context.Background(), Sources{Snapshots: []string{gpu}}, builtin(t), nil, nil)
 	var ne *NoTargetError
 	if !errors.As(err, &ne) || ne.Why != GPUOnly {

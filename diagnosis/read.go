@@ -173,7 +173,7 @@ func (s Sources) readRequestFiles(ctx context.Context, notify func(Progress)) ([
 		if err != nil {
 			return &ReadError{Kind: kind, Name: path, Opening: true, Err: err}
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: all it held was read
 		notify(Progress{Stage: StageRead, Message: "reading " + kind + " " + name})
 		acc, notes, err := fn(f, name)
 		if err != nil {
@@ -225,7 +225,7 @@ func (s Sources) readLog(notify func(Progress)) (*window.Window, []advisor.Sourc
 	if err != nil {
 		return nil, nil, &ReadError{Kind: KindLog, Name: s.Log.Path, Opening: true, Err: err}
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: all it held was read
 	notify(Progress{Stage: StageRead, Message: "reading log " + name})
 	// A vLLM log line carries no year: the current one unless told.
 	year := s.Log.Year

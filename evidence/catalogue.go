@@ -273,3 +273,28 @@ func (v *Values) TreeOf(fields []Field) map[string]any {
 	}
 	return root
 }
+
+// unboundedRatios are the ratio fields that can leave 0..1: a trend, a
+// spread, a fit and a signed remainder.
+var unboundedRatios = map[string]bool{
+	"stage.ttft_p99_trend":           true,
+	"cond.prompt_len_cv":             true,
+	"cond.prompt_ttft_r2":            true,
+	"stage.budget.unexplained_share": true,
+}
+
+// Share says whether path is a share: a ratio within 0 and 1 whatever the
+// data (a KV cache's usage, a stage's share of TTFT), so that a threshold
+// compared with it must be one too.
+func Share(path string) bool {
+	f, ok := Lookup(path)
+	if !ok || f.Unit != "ratio" {
+		return false
+	}
+	for _, p := range []string{f.Path, f.Dist, f.Series} {
+		if unboundedRatios[p] {
+			return false
+		}
+	}
+	return true
+}

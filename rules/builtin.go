@@ -43,7 +43,7 @@ func Load(dirs ...string) (*Set, error) {
 	all := [][]*Rule{b}
 	for _, d := range dirs {
 		if _, err := os.Stat(d); err != nil {
-			return nil, fmt.Errorf("rules directory: %v", err)
+			return nil, fmt.Errorf("rules directory: %w", err)
 		}
 		u, err := LoadFS(os.DirFS(d), ".", false)
 		for _, r := range u {
@@ -69,7 +69,7 @@ func prefixFiles(err error, dir string) error {
 func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %v", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	c, err := ParseConfig(path, data)
 	if c != nil {
@@ -92,6 +92,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
 	}
+	c.src = data
 	if c.SLO != (SLO{}) {
 		c.SLOFrom = name
 	}

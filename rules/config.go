@@ -1,12 +1,16 @@
 package rules
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/goccy/go-yaml"
 )
 
 // lit echoes a number as the user wrote it.
@@ -35,7 +39,9 @@ const (
 // path of keys (rules.decode/tpot-high.params.tpot_slow, suppress[0]).
 type ConfigError struct {
 	// File names the config; empty when it was not read from a file.
-	File    string
+	File string
+	// Line is the line of the value in the file, 0 when unknown.
+	Line    int
 	Key     string
 	Kind    ConfigKind
 	Problem string
@@ -48,7 +54,27 @@ func (e *ConfigError) Error() string {
 	if f == "" {
 		f = "config"
 	}
+	if e.Line > 0 {
+		f += ":" + strconv.Itoa(e.Line)
+	}
 	return f + ": " + e.Key + ": " + e.Problem
+}
+
+// line is the line of the value at keys in the YAML the config was parsed
+// from, 0 when unknown.
+func (c *Config) line(keys ...string) int {
+	if len(c.src) == 0 {
+		return 0
+	}
+	b := (&yaml.PathBuilder{}).Root()
+	for _, k := range keys {
+		b = b.Child(k)
+	}
+	n, err := b.Build().ReadNode(bytes.NewReader(c.src))
+	if err != nil || n == nil || n.GetToken() == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
 }
 
 type knob struct {
@@ -76,11 +102,13 @@ const (
 // checkValues refuses numbers out of range: the top-level knobs, rule params
 // whose rule expects a positive value, GPU bandwidths and model sizes.
 func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
-	bad := func(key, problem string) error { return &ConfigError{Key: key, Kind: BadValue, Problem: problem} }
+	bad := func(key, problem string, at ...string) error {
+		return &ConfigError{Key: key, Kind: BadValue, Problem: problem, Line: c.line(at...)}
+	}
 	for _, k := range c.knobs() {
 		x := *k.v
 		if math.IsNaN(x) || x < 0 || (k.key != "min_share" && x > 0 && x < 1) || (k.key == "min_share" && x > 1) {
-			return bad(k.key, fmt.Sprintf("%s is out of range: want %s", lit(x), k.want))
+			return bad(k.key, fmt.Sprintf("%s is out of range: want %s", lit(x), k.want), k.key)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.Rules)) {
@@ -90,11 +118,19 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 		}
 		for _, p := range slices.Sorted(maps.Keys(c.Rules[id].Params)) {
 			def, declared := r.Params[p]
+			x := c.Rules[id].Params[p]
+			at := c.line("rules", id, "params", p)
+			switch {
 			// A param whose default is above 0 is a threshold: 0 or below
 			// would fire the rule on anything or never.
-			if x := c.Rules[id].Params[p]; declared && def > 0 && !(x > 0) {
-				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: BadValue, Rule: id,
+			case declared && def > 0 && !(x > 0):
+				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: BadValue, Rule: id, Line: at,
 					Problem: fmt.Sprintf("%s is not above 0 (the rule's default is %s)", lit(x), lit(def))}
+			// A share's threshold is a share: above 1 (a percent written
+			// as 90, say) the rule could never fire, or always would.
+			case declared && r.shares[p] && (x < 0 || x > 1):
+				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: BadValue, Rule: id, Line: at,
+					Problem: fmt.Sprintf("%s is out of range: %s is a share, within 0 and 1 (the rule's default is %s)", lit(x), p, lit(def))}
 			}
 		}
 	}
@@ -103,7 +139,7 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 		d   time.Duration
 	}{{"slo.ttft_p99", c.SLO.TTFTP99}, {"slo.tpot_p50", c.SLO.TPOT}, {"slo.e2e_p99", c.SLO.E2EP99}} {
 		if t.d < 0 || (t.d > 0 && t.d < time.Millisecond) {
-			return bad(t.key, fmt.Sprintf("%v is out of range: want a duration like 2s or 50ms", t.d))
+			return bad(t.key, fmt.Sprintf("%v is out of range: want a duration like 2s or 50ms", t.d), strings.Split(t.key, ".")...)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.GPUs)) {
@@ -113,9 +149,9 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 		}
 		switch x := c.GPUs[name].PeakBandwidth; {
 		case !(x > 0):
-			return bad(key, "missing or not above 0: want the GPU's peak HBM bandwidth in bytes per second, e.g. 3.35e12")
+			return bad(key, "missing or not above 0: want the GPU's peak HBM bandwidth in bytes per second, e.g. 3.35e12", "gpus", name)
 		case x < minPeakBandwidth:
-			return bad(key, fmt.Sprintf("%s is in bytes per second: write %se12 for %s TB/s", lit(x), lit(x), lit(x)))
+			return bad(key, fmt.Sprintf("%s is in bytes per second: write %se12 for %s TB/s", lit(x), lit(x), lit(x)), "gpus", name, "peak_bandwidth")
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Models)) {
@@ -127,9 +163,9 @@ func (c *Config) checkValues(find func(string) (*Rule, bool)) error {
 		case x == 0 && c.Models[name].MoE != nil:
 			// An entry may say only whether the model is a mixture of experts.
 		case !(x > 0):
-			return bad(key, "missing or not above 0: want the size of the weights as loaded, in bytes, e.g. 16e9")
+			return bad(key, "missing or not above 0: want the size of the weights as loaded, in bytes, e.g. 16e9", "models", name)
 		case x < minWeightBytes:
-			return bad(key, fmt.Sprintf("%s is in bytes: write %se9 for %s GB", lit(x), lit(x), lit(x)))
+			return bad(key, fmt.Sprintf("%s is in bytes: write %se9 for %s GB", lit(x), lit(x), lit(x)), "models", name, "weight_bytes")
 		}
 	}
 	return nil

@@ -807,6 +807,8 @@ type Config struct {
 	// KeepNeeds evaluates rules even when a source they need is absent (the
 	// checklist: there, absent evidence is "cannot check").
 	KeepNeeds bool `yaml:"-"`
+	// src is the YAML it was parsed from, to name a bad value's line.
+	src []byte
 }
 
 // SLO are latency targets. Zero means the default.
@@ -1010,16 +1012,16 @@ func (c *Config) Validate(sets ...*Set) error {
 		o := c.Rules[id]
 		r, ok := find(id)
 		if !ok {
-			return &ConfigError{Key: "rules." + id, Kind: UnknownRule, Rule: id, Problem: "no such rule"}
+			return &ConfigError{Key: "rules." + id, Kind: UnknownRule, Rule: id, Problem: "no such rule", Line: c.line("rules", id)}
 		}
 		if o.Severity != "" {
 			if _, err := ParseSeverity(o.Severity); err != nil {
-				return &ConfigError{Key: "rules." + id, Kind: BadSeverity, Rule: id, Problem: err.Error()}
+				return &ConfigError{Key: "rules." + id, Kind: BadSeverity, Rule: id, Problem: err.Error(), Line: c.line("rules", id, "severity")}
 			}
 		}
 		for _, p := range slices.Sorted(maps.Keys(o.Params)) {
 			if _, ok := r.Params[p]; !ok {
-				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: UnknownParam, Rule: id,
+				return &ConfigError{Key: "rules." + id + ".params." + p, Kind: UnknownParam, Rule: id, Line: c.line("rules", id, "params", p),
 					Problem: fmt.Sprintf("the rule has no such param (it has %v)", slices.Sorted(maps.Keys(r.Params)))}
 			}
 		}

@@ -96,7 +96,7 @@ func checkStep(s Step) (*stepCond, error) {
 			}
 		}
 		if err := checkKnobs(s.IfAlready); err != nil {
-			return nil, fmt.Errorf("if_already: %v", err)
+			return nil, fmt.Errorf("if_already: %w", err)
 		}
 	}
 	if s.OnlyIf == "" {
@@ -110,7 +110,7 @@ func checkStep(s Step) (*stepCond, error) {
 	}
 	reads := map[string]bool{}
 	if err := scratch.walk(x.prog.Node(), reads); err != nil {
-		return nil, fmt.Errorf("only_if: %v", err)
+		return nil, fmt.Errorf("only_if: %w", err)
 	}
 	if scratch.usesVerdict {
 		return nil, errors.New("only_if reads evidence only, not the verdict")

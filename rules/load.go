@@ -93,13 +93,25 @@ func LoadFS(fsys fs.FS, root string, builtIn bool) ([]*Rule, error) {
 	return out, errors.Join(errs...)
 }
 
-// NewSet checks ids are unique and orders rules by id.
+// DuplicateError says two rules have one id.
+type DuplicateError struct {
+	ID string
+	// Rule is the later of the two, Prev the earlier.
+	Rule, Prev *Rule
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("%s:%d: rule %s: duplicate id (also in %s:%d)", e.Rule.File, e.Rule.Line, e.ID, e.Prev.File, e.Prev.Line)
+}
+
+// NewSet checks ids are unique (a *DuplicateError when not) and orders
+// rules by id.
 func NewSet(rs ...[]*Rule) (*Set, error) {
 	s := &Set{byID: map[string]*Rule{}}
 	for _, l := range rs {
 		for _, r := range l {
 			if prev, ok := s.byID[r.ID]; ok {
-				return nil, fmt.Errorf("%s:%d: rule %s: duplicate id (also in %s:%d)", r.File, r.Line, r.ID, prev.File, prev.Line)
+				return nil, &DuplicateError{ID: r.ID, Rule: r, Prev: prev}
 			}
 			s.byID[r.ID] = r
 			s.Rules = append(s.Rules, r)
@@ -249,6 +261,8 @@ func Parse(file string, data []byte) (*Rule, error) {
 	if err := r.walk(r.when.prog.Node(), reads); err != nil {
 		return nil, fail("when", "when: %v", err)
 	}
+	r.shares = map[string]bool{}
+	shareParams(r.when.prog.Node(), r.shares)
 	if spec.Plain != "" {
 		var reads []evidence.Field
 		if r.plain, reads, err = r.condition(spec.Plain); err != nil {
@@ -356,7 +370,7 @@ func (r *Rule) compileBound(b BoundSpec) (bound, error) {
 	}
 	reads := map[string]bool{}
 	if err := r.walk(prog.prog.Node(), reads); err != nil {
-		return bound{}, fmt.Errorf("if: %v", err)
+		return bound{}, fmt.Errorf("if: %w", err)
 	}
 	t, err := template.New(r.ID + "/bound").Funcs(templateFuncs).Option("missingkey=error").Parse(b.Says)
 	if err != nil {
@@ -365,7 +379,7 @@ func (r *Rule) compileBound(b BoundSpec) (bound, error) {
 	// The reason may cite only what the bound's condition reads.
 	tr := map[string]bool{}
 	if err := (&Rule{Spec: r.Spec}).templateReads(t, tr, true); err != nil {
-		return bound{}, fmt.Errorf("says: %v", err)
+		return bound{}, fmt.Errorf("says: %w", err)
 	}
 	for p := range tr {
 		if !reads[p] {

@@ -203,6 +203,8 @@ type Rule struct {
 	Line int
 
 	when, impact, applies, plain *expression
+	// shares are the params compared with a share in when (shareParams).
+	shares map[string]bool
 	// plainIn are the inputs Plain reads.
 	plainIn           []input
 	bounds, conjuncts []bound

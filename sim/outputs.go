@@ -206,8 +206,9 @@ func (e *Engine) logSample() logSample {
 }
 
 // writeLogLines prints the engine's periodic log for one interval: vLLM's
-// stats line, or SGLang's scheduler lines.
-func writeLogLines(w io.Writer, exposes string, epoch time.Time, t float64, prev, cur logSample, interval float64) {
+// stats line, or SGLang's scheduler lines. A write error stays in w until
+// its Flush, which is checked.
+func writeLogLines(w *bufio.Writer, exposes string, epoch time.Time, t float64, prev, cur logSample, interval float64) {
 	if exposes == "sglang" {
 		writeSGLangLines(w, epoch, t, prev, cur, interval)
 		return
@@ -221,7 +222,7 @@ func writeLogLines(w io.Writer, exposes string, epoch time.Time, t float64, prev
 // cached tokens, then a "Decode batch" line with the state and the
 // generation throughput since the last one, and a retraction warning when
 // requests were preempted.
-func writeSGLangLines(w io.Writer, epoch time.Time, t float64, prev, cur logSample, interval float64) {
+func writeSGLangLines(w *bufio.Writer, epoch time.Time, t float64, prev, cur logSample, interval float64) {
 	ts := epoch.Add(time.Duration(t * float64(time.Second))).Format("2006-01-02 15:04:05")
 	if p := cur.preempt - prev.preempt; p > 0 {
 		fmt.Fprintf(w, "[%s TP0] KV cache pool is full. Retract requests. #retracted_reqs: %d, #new_token_ratio: 0.7000 -> 0.9000\n", ts, int(p))
@@ -238,7 +239,7 @@ func writeSGLangLines(w io.Writer, epoch time.Time, t float64, prev, cur logSamp
 }
 
 // writeStatsLine prints vLLM V1's periodic stats line (vllm/v1/metrics/loggers.py).
-func writeStatsLine(w io.Writer, epoch time.Time, t float64, prev, cur logSample, interval float64) {
+func writeStatsLine(w *bufio.Writer, epoch time.Time, t float64, prev, cur logSample, interval float64) {
 	ts := epoch.Add(time.Duration(t * float64(time.Second)))
 	fmt.Fprintf(w, "(APIServer pid=4242) INFO %s [loggers.py:127] Engine 000: Avg prompt throughput: %.1f tokens/s, "+
 		"Avg generation throughput: %.1f tokens/s, Running: %d reqs, Waiting: %d reqs, ",

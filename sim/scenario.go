@@ -241,10 +241,10 @@ func (s *Scenario) Check() error {
 		}
 	} else {
 		if _, err := lookupGPU(s.GPU); err != nil {
-			return fmt.Errorf("scenario %s: %v", s.Name, err)
+			return fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
 		if _, err := lookupModel(s.Model); err != nil {
-			return fmt.Errorf("scenario %s: %v", s.Name, err)
+			return fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
 	}
 	if s.Workload.Concurrency < 0 {
@@ -260,10 +260,10 @@ func (s *Scenario) Check() error {
 		return fmt.Errorf("scenario %s: workload.arrival %q (poisson or bursty)", s.Name, a)
 	}
 	if err := s.Workload.Prompt.check("prompt"); err != nil {
-		return fmt.Errorf("scenario %s: %v", s.Name, err)
+		return fmt.Errorf("scenario %s: %w", s.Name, err)
 	}
 	if err := s.Workload.Output.check("output"); err != nil {
-		return fmt.Errorf("scenario %s: %v", s.Name, err)
+		return fmt.Errorf("scenario %s: %w", s.Name, err)
 	}
 	if s.Engine.MaxNumSeqs < 1 || s.Engine.MaxNumBatchedTokens < 1 || s.Engine.BlockSize < 1 {
 		return fmt.Errorf("scenario %s: engine limits must be positive", s.Name)
@@ -281,7 +281,7 @@ func ParseScenario(name string, data []byte) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %s", name, strings.Join(strings.Fields(yaml.FormatError(err, false, false)), " "))
 	}
 	if err := s.Check(); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &s, nil
 }

@@ -17,7 +17,7 @@ func get(t *testing.T, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }

@@ -40,7 +40,7 @@ func scenarioOf(t *advisor.TargetReport, o Options) (*sim.Scenario, fitted, []Se
 	// share of requests, KV blocks, batch and GPUs, which the sums hide.
 	f.engines = 1
 	if n := math.Max(num("cond.engines"), 1) * math.Max(num("service.instances"), 1); n > 1 {
-		return nil, f, set, fmt.Errorf("the target sums %.0f engines or replicas and whatif models one: group by instance (--group-by model_name,instance) to calibrate each", n)
+		return nil, f, set, fmt.Errorf("the target sums %.0f engines or replicas and whatif models one: group by instance too (the labels model_name and instance) to calibrate each", n)
 	}
 	rate := num("service.request_rate")
 	if !(rate > 0) {
@@ -83,11 +83,11 @@ func scenarioOf(t *advisor.TargetReport, o Options) (*sim.Scenario, fitted, []Se
 
 	prompt, err := lengthOf(num, t.Resolution, "cond.prompt_tokens")
 	if err != nil {
-		return nil, f, set, fmt.Errorf("prompt lengths: %v", err)
+		return nil, f, set, fmt.Errorf("prompt lengths: %w", err)
 	}
 	output, err := lengthOf(num, t.Resolution, "cond.output_tokens")
 	if err != nil {
-		return nil, f, set, fmt.Errorf("output lengths: %v", err)
+		return nil, f, set, fmt.Errorf("output lengths: %w", err)
 	}
 	note("prompt_mean_tokens", prompt.Mean, lengthFrom(prompt, t.Resolution, "cond.prompt_tokens"))
 	note("output_mean_tokens", output.Mean, lengthFrom(output, t.Resolution, "cond.output_tokens"))

@@ -109,7 +109,7 @@ func validateOne(ctx context.Context, sc *sim.Scenario, i int, o Options) (Case,
 	c := Case{Index: i, Scenario: sc.Name}
 	d, err := simulate(ctx, sc, o)
 	if err != nil {
-		return c, fmt.Errorf("%s: %v", sc.Name, err)
+		return c, fmt.Errorf("%s: %w", sc.Name, err)
 	}
 	if len(d.Targets) == 0 {
 		c.Why = "no target"
@@ -141,7 +141,7 @@ func validateOne(ctx context.Context, sc *sim.Scenario, i int, o Options) (Case,
 	c.Change, c.Note = p.Effect.Change, p.Effect.Note
 	truth, err := simulate(ctx, p.Change.Apply(sc), o)
 	if err != nil {
-		return c, fmt.Errorf("%s with %s: %v", sc.Name, p.Effect.Change, err)
+		return c, fmt.Errorf("%s with %s: %w", sc.Name, p.Effect.Change, err)
 	}
 	if len(truth.Targets) == 0 {
 		c.Why = "the changed scenario has no target"
@@ -265,8 +265,11 @@ func RunDemo(ctx context.Context, name string, o Options) (Demo, error) {
 		return Demo{}, err
 	}
 	d, err := simulate(ctx, sc, o)
-	if err != nil || len(d.Targets) == 0 {
-		return Demo{}, fmt.Errorf("%s: no diagnosis: %v", name, err)
+	if err != nil {
+		return Demo{}, fmt.Errorf("%s: no diagnosis: %w", name, err)
+	}
+	if len(d.Targets) == 0 {
+		return Demo{}, fmt.Errorf("%s: no diagnosis: no target", name)
 	}
 	o.MaxSteps = 1
 	cal := Calibrate(ctx, &d.Targets[0], o)
@@ -279,8 +282,11 @@ func RunDemo(ctx context.Context, name string, o Options) (Demo, error) {
 	}
 	p := cal.Steps[0]
 	truth, err := simulate(ctx, p.Change.Apply(sc), o)
-	if err != nil || len(truth.Targets) == 0 {
-		return Demo{}, fmt.Errorf("%s with %s: %v", name, p.Effect.Change, err)
+	if err != nil {
+		return Demo{}, fmt.Errorf("%s with %s: %w", name, p.Effect.Change, err)
+	}
+	if len(truth.Targets) == 0 {
+		return Demo{}, fmt.Errorf("%s with %s: no target", name, p.Effect.Change)
 	}
 	out := Demo{Scenario: name, Change: p.Effect.Change}
 	for _, f := range p.Effect.Figures {

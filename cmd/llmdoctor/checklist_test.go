@@ -20,7 +20,9 @@ func TestChecklistJUnitValidates(t *testing.T) {
 	xmllint := testkit.Need(t, "libxml2-utils", "xmllint")
 	_, out, _ := runCLI(t, "checklist", "--format", "junit", "--bench", benchFile("bench-nonstreaming.json"), "--slo", "ttft_p99=1s,itl_p99=50ms")
 	p := filepath.Join(t.TempDir(), "checklist.xml")
-	os.WriteFile(p, []byte(out), 0o644)
+	if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res, err := exec.Command(xmllint, "--noout", "--schema", filepath.Join("..", "..", "report", "testdata", "junit.xsd"), p).CombinedOutput()
 	if err != nil {
 		t.Fatalf("invalid JUnit XML: %v\n%s\n%s", err, res, out)

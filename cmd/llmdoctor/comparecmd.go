@@ -137,7 +137,7 @@ func newCompare() *cobra.Command {
 	f.Var(choice{&color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
 	f.Var(&width, "width", fmt.Sprintf("columns of the text: %d or more (default the terminal's width, else 80)", minWidth))
 	o.prom.add(f)
-	f.MarkHidden("end")
+	hide(f, "end")
 	f.Lookup("window").Usage = "with --prom: the length of each window"
 	f.StringArrayVar(&at, "at", nil, "with --prom, twice: the moments to compare, each the centre of a --window (now-2h, RFC 3339 or Unix seconds)")
 	f.StringSliceVar(&o.groupBy, "group-by", []string{"model_name"}, "labels that make one target")
@@ -190,7 +190,7 @@ func readDiagnosis(path string) (*advisor.Diagnosis, error) {
 	}
 	var d advisor.Diagnosis
 	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, &exitError{2, fmt.Sprintf("%s: not a diagnosis saved with --format json: %v", path, err)}
+		return nil, usageErr("%s: not a diagnosis saved with --format json: %w", path, err)
 	}
 	if d.Schema != "llmdoctor.diagnosis/v1" {
 		return nil, &exitError{2, fmt.Sprintf("%s: schema %q, want llmdoctor.diagnosis/v1 (a diagnosis saved with --format json)", path, d.Schema)}

@@ -50,14 +50,14 @@ func newConfig() *cobra.Command {
 			// old file as it was.
 			tmp := path + ".tmp"
 			if err := os.WriteFile(tmp, examples.Config, 0o644); err != nil {
-				os.Remove(tmp)
+				_ = os.Remove(tmp) // the write's error is the one to tell
 				return &exitError{2, err.Error()}
 			}
 			if err := os.Rename(tmp, path); err != nil {
-				os.Remove(tmp)
+				_ = os.Remove(tmp) // the rename's error is the one to tell
 				return &exitError{2, err.Error()}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: every setting at its default; llmdoctor reads it from this directory\n", path)
+			note(cmd.ErrOrStderr(), "wrote %s: every setting at its default; llmdoctor reads it from this directory\n", path)
 			return nil
 		}}
 	initCmd.Flags().BoolVar(&force, "force", false, "replace an existing file")
@@ -93,9 +93,13 @@ func newConfig() *cobra.Command {
 			if err := validateConfig(path, cfg, set); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: OK (%s, %s)\n", path, count(len(cfg.Rules), "rule override"), count(len(cfg.Suppress), "suppression"))
+			if err := printf(cmd.OutOrStdout(), "%s: OK (%s, %s)\n", path, count(len(cfg.Rules), "rule override"), count(len(cfg.Suppress), "suppression")); err != nil {
+				return err
+			}
 			for _, s := range cfg.Expired() {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: the suppression of %s expired on %s\n", path, s.Rule, s.Until)
+				if err := printf(cmd.OutOrStdout(), "%s: the suppression of %s expired on %s\n", path, s.Rule, s.Until); err != nil {
+					return err
+				}
 			}
 			return nil
 		}}

@@ -103,7 +103,7 @@ func (o *diagnoseOpts) addSourceFlags(f *pflag.FlagSet) {
 	// A step-mode simulator's clock moves per scrape, not per second: a fixed
 	// count of scrapes gives it a fixed window.
 	f.IntVar(&o.scrapes, "scrapes", 0, "with --target: stop after this many scrapes following the first instead of after --duration")
-	f.MarkHidden("scrapes")
+	hide(f, "scrapes")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one scrape")
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "saved /metrics exposition file (- for stdin), oldest first; repeatable")
 	f.DurationVar(&o.snapshotInterval, "snapshot-interval", 0, "time between consecutive --snapshot files (default: from sample timestamps or file times)")
@@ -146,7 +146,7 @@ func (o *diagnoseOpts) run(cmd *cobra.Command) error {
 	if o.failOn != "" {
 		s, err := rules.ParseSeverity(o.failOn)
 		if err != nil {
-			return usageErr("--fail-on: %v", err)
+			return usageErr("--fail-on: %w", err)
 		}
 		failOn = s
 	}
@@ -253,9 +253,9 @@ func (o *diagnoseOpts) progress(stderr io.Writer) func(diagnosis.Progress) {
 		switch {
 		case p.Stage != diagnosis.StageScrape:
 		case p.Done:
-			fmt.Fprintln(w)
+			note(w, "\n")
 		default:
-			fmt.Fprintf(w, "\r%s ", p.Message)
+			note(w, "\r%s ", p.Message)
 		}
 	}
 }

@@ -162,7 +162,9 @@ var readmeUsage = map[string]func(t *testing.T){
 			t.Fatal(err)
 		}
 		addr := ln.Addr().String()
-		ln.Close()
+		if err := ln.Close(); err != nil {
+			t.Fatal(err)
+		}
 		done := make(chan int, 1)
 		go func() {
 			code, _, _ := runCLI(t, "sim", "--scenario", "queue-bound", "--listen", addr, "--speed", "10", "--engine", "sglang")
@@ -182,7 +184,7 @@ var readmeUsage = map[string]func(t *testing.T){
 					break
 				}
 				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				_ = resp.Body.Close() // read only
 				served = resp.StatusCode == 200 && len(body) > 0 && (path != "/metrics" || strings.Contains(string(body), "sglang:num_running_reqs"))
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -278,20 +280,26 @@ func writingRulesDir(t *testing.T) string {
 	blocks := yamlBlocks(t, "writing-rules.md")
 	dir := t.TempDir()
 	tests := filepath.Join(dir, "team", "slow-ttft.tests")
-	os.MkdirAll(tests, 0o755)
+	if err := os.MkdirAll(tests, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	rule := blocks[0]
 	for _, b := range blocks[1:] {
 		if strings.HasPrefix(b, "next:\n") {
 			rule = regexp.MustCompile(`(?ms)^next:.*?\n(why:)`).ReplaceAllLiteralString(rule, b+"why:")
 		}
 		if name, ok := strings.CutPrefix(strings.SplitN(b, "\n", 2)[0], "# slow-ttft.tests/"); ok {
-			os.WriteFile(filepath.Join(tests, strings.SplitN(name, ":", 2)[0]), []byte(b), 0o644)
+			if err := os.WriteFile(filepath.Join(tests, strings.SplitN(name, ":", 2)[0]), []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if rule == blocks[0] {
 		t.Fatal("docs/writing-rules.md has no next: block to give the rule")
 	}
-	os.WriteFile(filepath.Join(dir, "team", "slow-ttft.yaml"), []byte(rule), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "team", "slow-ttft.yaml"), []byte(rule), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 
@@ -433,9 +441,11 @@ func TestReadmeProseExamplesRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close() // read only
 			p := filepath.Join(dir, "t"+strconv.Itoa(i)+".prom")
-			os.WriteFile(p, b, 0o644)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			args = append(args, "--snapshot", p)
 		}
 		diagnoseJSON(t, append(args, "--snapshot-interval", "15s")...)
@@ -480,7 +490,9 @@ func TestReadmeProseExamplesRun(t *testing.T) {
 			runs(t, []int{0, 1}, append([]string{"checklist", "--format", "json"}, example("queueing")...)...))
 		for _, o := range outputs {
 			var v any
-			json.Unmarshal([]byte(o), &v)
+			if err := json.Unmarshal([]byte(o), &v); err != nil {
+				t.Fatal(err)
+			}
 			collect(v)
 		}
 		for _, k := range keys {
@@ -539,7 +551,9 @@ func TestRequestsDocExampleReads(t *testing.T) {
 	dir := t.TempDir()
 	// Enough copies for the exact percentiles (min_samples) to be judged.
 	jsonl := filepath.Join(dir, "requests.jsonl")
-	os.WriteFile(jsonl, []byte(strings.Repeat(m[1]+"\n", 25)), 0o644)
+	if err := os.WriteFile(jsonl, []byte(strings.Repeat(m[1]+"\n", 25)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var cols, vals []string
 	for k, v := range rec {
 		cols = append(cols, k)
@@ -547,7 +561,9 @@ func TestRequestsDocExampleReads(t *testing.T) {
 		vals = append(vals, strings.Trim(string(b), `"`))
 	}
 	csv := filepath.Join(dir, "requests.csv")
-	os.WriteFile(csv, []byte(strings.Join(cols, ",")+"\n"+strings.Repeat(strings.Join(vals, ",")+"\n", 25)), 0o644)
+	if err := os.WriteFile(csv, []byte(strings.Join(cols, ",")+"\n"+strings.Repeat(strings.Join(vals, ",")+"\n", 25)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{jsonl, csv} {
 		code, out, errOut := runCLI(t, "diagnose", "--format", "json", "--requests", p)
 		var d struct {
@@ -617,17 +633,19 @@ func TestWritingRulesHelpersGiveTheirExamples(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "doc", "helpers.tests"), 0o755)
-	os.WriteFile(filepath.Join(dir, "doc", "helpers.yaml"), []byte(`id: doc/helpers
+	if err := os.MkdirAll(filepath.Join(dir, "doc", "helpers.tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "doc", "helpers.yaml"), `id: doc/helpers
 title: the message helpers as documented
 layer: stage
 bottleneck: queueing
 severity: info
 when: stage.ttft.mean > 0
 says: "{{dur .stage.ttft.mean}} {{times .stage.ttft.mean .stage.prefill.mean}} {{dur (sub .stage.ttft.mean .stage.prefill.mean)}} {{pct .stage.prefill.mean .stage.ttft.mean}}{{index .text \"service.ttft_p99_outlier\"}}{{if atleast .stage.prefill.mean 0.05}} long{{end}}{{if atleast .stage.prefill.mean 1}} slow{{end}}"
-`), 0o644)
-	os.WriteFile(filepath.Join(dir, "doc", "helpers.tests", "fired.yaml"), []byte(
-		"evidence:\n  stage.ttft: {count: 100, mean: 0.412}\n  stage.prefill: {count: 100, mean: 0.0981}\nmessage: [\"412ms 4.20× 314ms 24%an unnamed instance long\"]\n"), 0o644)
+`)
+	writeFile(t, filepath.Join(dir, "doc", "helpers.tests", "fired.yaml"),
+		"evidence:\n  stage.ttft: {count: 100, mean: 0.412}\n  stage.prefill: {count: 100, mean: 0.0981}\nmessage: [\"412ms 4.20× 314ms 24%an unnamed instance long\"]\n")
 	if out := runs(t, ran, "rules", "test", dir); out != "1 passed, 0 failed\n" {
 		t.Errorf("helpers: %s", out)
 	}

@@ -37,7 +37,9 @@ func TestWritingRulesExamplesRun(t *testing.T) {
 		t.Fatalf("rules test: %d %s %s", code, out, errOut)
 	}
 	cfg := filepath.Join(t.TempDir(), "llmdoctor.yaml")
-	os.WriteFile(cfg, []byte(blocks[5]), 0o644)
+	if err := os.WriteFile(cfg, []byte(blocks[5]), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errOut := runCLI(t, append([]string{"diagnose", "--config", cfg, "--rules", dir}, example("queueing")...)...); code != 0 {
 		t.Fatalf("diagnose with the documented config: %d %s", code, errOut)
 	}
@@ -67,20 +69,29 @@ func TestVerdictDocExamples(t *testing.T) {
 	}
 }
 
-// The README's "What it prints" is what examples/queueing prints: every line
-// shown is in the report ("…" marks what the README leaves out).
+// The README's "What it prints" is what the command it shows prints: every
+// line shown is in the report ("…" marks what the README leaves out).
 func TestReadmeSampleIsTheReport(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)## What it prints\n\n```\n(.*?)```").FindSubmatch(b)
+	m := regexp.MustCompile("(?s)## What it prints\n\n[^#]*?```\n\\$ llmdoctor ([^\n]*)\n(.*?)```").FindSubmatch(b)
 	if m == nil {
-		t.Fatal("README has no sample report")
+		t.Fatal("README has no sample report under its command ($ llmdoctor …)")
 	}
-	_, out, _ := runCLI(t, append([]string{"diagnose", "--color", "never"}, example("queueing")...)...)
-	for _, line := range strings.Split(strings.TrimRight(string(m[1]), "\n"), "\n") {
+	args := strings.Fields(string(m[1]))
+	for i, a := range args {
+		if strings.HasPrefix(a, "examples/") {
+			args[i] = filepath.Join("..", "..", a)
+		}
+	}
+	code, out, errOut := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("llmdoctor %s: exit %d: %s", m[1], code, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimRight(string(m[2]), "\n"), "\n") {
 		if strings.TrimSpace(line) != "…" && !strings.Contains(out, line+"\n") {
 			t.Errorf("README line not in the report: %q", line)
 		}
@@ -128,8 +139,12 @@ func TestSlackDocExcerptIsTheMessage(t *testing.T) {
 	}
 	for i, blk := range doc.Attachments[0].Blocks {
 		var a, b any
-		json.Unmarshal(blk, &a)
-		json.Unmarshal(got.Attachments[0].Blocks[i], &b)
+		if err := json.Unmarshal(blk, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(got.Attachments[0].Blocks[i], &b); err != nil {
+			t.Fatal(err)
+		}
 		if ja, _ := json.Marshal(a); string(ja) != string(mustJSON(b)) {
 			t.Errorf("block %d differs:\n doc  %s\n real %s", i, ja, mustJSON(b))
 		}

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -26,12 +30,47 @@ func newDocs() *cobra.Command {
 			}
 			root := cmd.Root()
 			root.DisableAutoGenTag = true
-			header := &doc.GenManHeader{Title: "LLMDOCTOR", Section: "1", Source: "llmdoctor " + buildVersion(), Manual: "llmdoctor manual"}
-			if err := doc.GenManTree(root, header, args[0]); err != nil {
+			if err := writeManPages(root, args[0]); err != nil {
 				return &exitError{2, err.Error()}
 			}
 			return nil
 		}}
 	c.AddCommand(man)
 	return c
+}
+
+// writeManPages writes the page of c and of every command under it into
+// dir: each titled by its command (LLMDOCTOR-DIAGNOSE), section 1, and in
+// ASCII, every other character escaped for groff (\[u2014]), so that groff
+// reads it without a warning whatever the locale.
+func writeManPages(c *cobra.Command, dir string) error {
+	for _, sub := range c.Commands() {
+		if !sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand() {
+			continue
+		}
+		if err := writeManPages(sub, dir); err != nil {
+			return err
+		}
+	}
+	// No title: cobra titles the page by its command path, upper case.
+	header := &doc.GenManHeader{Section: "1", Source: "llmdoctor " + buildVersion(), Manual: "llmdoctor manual"}
+	var b bytes.Buffer
+	if err := doc.GenMan(c, header, &b); err != nil {
+		return fmt.Errorf("%s: %w", c.CommandPath(), err)
+	}
+	name := filepath.Join(dir, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1")
+	return os.WriteFile(name, []byte(groffASCII(b.String())), 0o644)
+}
+
+// groffASCII escapes every character outside ASCII as groff's \[uXXXX].
+func groffASCII(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x80 {
+			b.WriteRune(r)
+			continue
+		}
+		fmt.Fprintf(&b, "\\[u%04X]", r)
+	}
+	return b.String()
 }

@@ -72,7 +72,9 @@ func fieldNames(prefix string) []string {
 	return out
 }
 
-func explain(w io.Writer, path string, set *rules.Set) error {
+// explain writes what path is to out, or refuses a path that is no field.
+func explain(out io.Writer, path string, set *rules.Set) error {
+	var w strings.Builder
 	readers, steps := map[string][]string{}, map[string][]string{}
 	for _, r := range set.Rules {
 		for _, p := range r.Reads() {
@@ -83,12 +85,12 @@ func explain(w io.Writer, path string, set *rules.Set) error {
 		}
 	}
 	if f, ok := evidence.Lookup(path); ok {
-		explainField(w, f, readers[f.Path])
+		explainField(&w, f, readers[f.Path])
 		if by := steps[f.Path]; len(by) > 0 {
 			sort.Strings(by)
-			fmt.Fprintf(w, "STEPS    the next steps of %d rule%s fit it: %s\n", len(by), plural(len(by)), strings.Join(by, ", "))
+			fmt.Fprintf(&w, "STEPS    the next steps of %d rule%s fit it: %s\n", len(by), plural(len(by)), strings.Join(by, ", "))
 		}
-		return nil
+		return printf(out, "%s", w.String())
 	}
 	var under []evidence.Field
 	for _, f := range evidence.Fields() {
@@ -99,28 +101,28 @@ func explain(w io.Writer, path string, set *rules.Set) error {
 	if len(under) == 0 {
 		return usageErr("no evidence field %q%s", path, nearest(path))
 	}
-	fmt.Fprintf(w, "FIELD    %s (%d fields)\n", path, len(under))
+	fmt.Fprintf(&w, "FIELD    %s (%d fields)\n", path, len(under))
 	if mean, ok := evidence.Lookup(path + ".mean"); ok && (mean.Dist == path || mean.Series == path) {
 		kind := "distribution over the window (count, mean, quantiles)"
 		if mean.Series == path {
 			kind = "gauge sampled over the window (mean, min, max, last, samples)"
 		}
-		fmt.Fprintf(w, "KIND     %s\nUNIT     %s\nMEANING  %s\nOBTAIN   %s\n", kind, mean.Unit,
+		fmt.Fprintf(&w, "KIND     %s\nUNIT     %s\nMEANING  %s\nOBTAIN   %s\n", kind, mean.Unit,
 			strings.TrimPrefix(mean.Meaning, "mean "), obtain(path, mean.How))
 	}
-	fmt.Fprintln(w, "\nFIELDS")
+	fmt.Fprintln(&w, "\nFIELDS")
 	for _, f := range under {
 		n := len(readers[f.Path])
 		read := ""
 		if n > 0 {
 			read = fmt.Sprintf(" · read by %d rule%s", n, plural(n))
 		}
-		fmt.Fprintf(w, "  %-42s %-8s %s%s\n", f.Path, f.Unit, f.Meaning, read)
+		fmt.Fprintf(&w, "  %-42s %-8s %s%s\n", f.Path, f.Unit, f.Meaning, read)
 	}
-	return nil
+	return printf(out, "%s", w.String())
 }
 
-func explainField(w io.Writer, f evidence.Field, readBy []string) {
+func explainField(w *strings.Builder, f evidence.Field, readBy []string) {
 	fmt.Fprintf(w, "FIELD    %s\nLAYER    %s\nUNIT     %s\nMEANING  %s\n", f.Path, f.Layer, f.Unit, f.Meaning)
 	if f.Dist != "" {
 		fmt.Fprintf(w, "PART OF  the distribution %s: rules judge it only with enough observations\n", f.Dist)

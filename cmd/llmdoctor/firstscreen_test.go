@@ -36,7 +36,11 @@ func TestFirstScreens(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir = filepath.Clean(dir)
-			t.Cleanup(func() { os.RemoveAll(dir) })
+			t.Cleanup(func() {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Error(err)
+				}
+			})
 			om := filepath.Join(dir, sc.Name+".om")
 			if code, _, errOut := runCLI(t, "sim", "--scenario", sc.Name, "--openmetrics", om); code != 0 {
 				t.Fatalf("sim: exit %d: %s", code, errOut)

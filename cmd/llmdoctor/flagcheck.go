@@ -3,14 +3,16 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/llmdoctor/llmdoctor/collectors/engine"
-	"github.com/llmdoctor/llmdoctor/internal/units"
+	"net/http"
 	"strings"
 
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/collectors/logs"
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/collectors/requests"
 	"github.com/llmdoctor/llmdoctor/collectors/scrape"
 	"github.com/llmdoctor/llmdoctor/diagnosis"
+	"github.com/llmdoctor/llmdoctor/internal/units"
 )
 
 // checkScrapeFlags refuses scrape and snapshot flag values that mean
@@ -103,29 +105,38 @@ func (o *diagnoseOpts) sourceProblem(p diagnosis.Problem) error {
 	case diagnosis.UnknownEngine:
 		return usageErr("--engine %q: want auto, %s", o.engine, strings.Join(engine.Names(), " or "))
 	}
-	return usageErr("%v", &diagnosis.SourceError{Problem: p})
+	return usageErr("%w", &diagnosis.SourceError{Problem: p})
 }
 
 // readFailure words a source that could not be read: what happened, then
 // which flag to change.
 func (o *diagnoseOpts) readFailure(re *diagnosis.ReadError) error {
 	var (
-		fe *requests.FormatError
-		se *scrape.SpacingError
+		fe    *requests.FormatError
+		se    *scrape.SpacingError
+		fetch *scrape.FetchError
+		mixed *logs.MixedEnginesError
 	)
 	switch {
 	case re.Kind == diagnosis.KindPrometheus:
 		return o.prom.explain(re.Err)
 	case re.Opening:
-		return &exitError{2, fmt.Sprintf("--%s: %v", re.Kind, re.Err)}
+		return usageErr("--%s: %w", re.Kind, re.Err)
 	case errors.As(re.Err, &fe) && fe.Reader != "" && fe.Reader != re.Kind:
-		return &exitError{2, fmt.Sprintf("%v: use --%s", re.Err, fe.Reader)}
+		return usageErr("%w: use --%s", re.Err, fe.Reader)
 	case errors.As(re.Err, &fe) && fe.Convert != "":
-		return &exitError{2, fmt.Sprintf("%v, then give it to --requests", re.Err)}
+		return usageErr("%w, then give it to --requests", re.Err)
 	case errors.As(re.Err, &se) && se.Readings > 0:
 		return &exitError{2, re.Err.Error() + ": leave out --snapshot-interval"}
 	case errors.As(re.Err, &se):
 		return &exitError{2, re.Err.Error() + ": pass --snapshot-interval (e.g. 15m)"}
+	case errors.As(re.Err, &mixed):
+		return &exitError{2, fmt.Sprintf("%s: %d vLLM stats lines and %d SGLang scheduler lines in one log: two servers' logs? give each its own --log",
+			mixed.From, mixed.VLLM, mixed.SGLang)}
+	case errors.As(re.Err, &fetch) && fetch.Kind == scrape.BadStatus && (fetch.Code == http.StatusUnauthorized || fetch.Code == http.StatusForbidden):
+		return &exitError{2, re.Err.Error() + ": pass its credentials with --target-header (e.g. 'Authorization: Bearer …')"}
+	case errors.As(re.Err, &fetch) && fetch.Kind == scrape.BadStatus && fetch.Code == http.StatusNotFound:
+		return &exitError{2, re.Err.Error() + ": check the --target URL (the server's address, or its /metrics URL)"}
 	}
 	return &exitError{2, re.Err.Error()}
 }

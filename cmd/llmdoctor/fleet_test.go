@@ -32,8 +32,12 @@ func serveScenario(t *testing.T, name string, seed int64, change ...func(*sim.Sc
 		t.Fatal(err)
 	}
 	hs := &http.Server{Handler: simHandler(t, sc, sc.Duration/simrun.Scrapes, 0)}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
+	go func() { _ = hs.Serve(ln) }() // ErrServerClosed once the test closes it
+	t.Cleanup(func() {
+		if err := hs.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return "http://" + ln.Addr().String() + "/metrics"
 }
 

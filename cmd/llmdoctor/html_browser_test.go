@@ -237,8 +237,12 @@ func requestsPage(t *testing.T) pageCase {
 	if err := (sim.Offline{Log: logF, Bench: benchF}).Run(sc); err != nil {
 		t.Fatal(err)
 	}
-	logF.Close()
-	benchF.Close()
+	if err := logF.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := benchF.Close(); err != nil {
+		t.Fatal(err)
+	}
 	var out, errb bytes.Buffer
 	if code := run([]string{"diagnose", "--log", logF.Name(), "--bench", benchF.Name(), "--format", "html"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -266,7 +270,9 @@ func checklistPage(t *testing.T) pageCase {
 	if err := (sim.Offline{Bench: benchF}).Run(sc); err != nil {
 		t.Fatal(err)
 	}
-	benchF.Close()
+	if err := benchF.Close(); err != nil {
+		t.Fatal(err)
+	}
 	var out, errb bytes.Buffer
 	if code := run([]string{"checklist", "--bench", benchF.Name(), "--format", "html"}, nil, &out, &errb); code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -289,7 +295,9 @@ func comparePage(t *testing.T) pageCase {
 			t.Fatalf("exit %d: %s", code, errb.String())
 		}
 		p := filepath.Join(dir, name+".json")
-		os.WriteFile(p, out.Bytes(), 0o644)
+		if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		saved = append(saved, p)
 	}
 	var out, errb bytes.Buffer

@@ -24,8 +24,28 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
+// usageErr is a bad command line: exit 2 with the message. An error
+// formatted with %w stays in the chain, for errors.Is and errors.As.
 func usageErr(format string, a ...any) error {
-	return &exitError{2, fmt.Sprintf(format, a...)}
+	err := fmt.Errorf(format, a...)
+	return &usageError{exitError{2, err.Error()}, err}
+}
+
+// usageError is an exitError that keeps its cause.
+type usageError struct {
+	exitError
+	err error
+}
+
+func (e *usageError) Unwrap() error { return e.err }
+
+// As finds the exitError in it, as errors.As asks.
+func (e *usageError) As(target any) bool {
+	if p, ok := target.(**exitError); ok {
+		*p = &e.exitError
+		return true
+	}
+	return false
 }
 
 func main() {
@@ -60,11 +80,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, "llmdoctor: "+redact.String(ee.msg))
+			note(stderr, "llmdoctor: %s\n", redact.String(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "llmdoctor: "+redact.String(err.Error()))
+	note(stderr, "llmdoctor: %s\n", redact.String(err.Error()))
 	return 2
 }
 
@@ -91,7 +111,7 @@ func newRoot() *cobra.Command {
 	// Declared here, not left to cobra at run time, so the docs checks see it.
 	root.Flags().BoolP("version", "v", false, "print the module version and VCS revision")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see %s --help)", err, c.CommandPath())
+		return usageErr("%w (see %s --help)", err, c.CommandPath())
 	})
 	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newCompare(), newWhatif(), newSim(), newRulesCmd(), newServe(), newExplain(), newConfig(), newDocs())
 	addCompletions(root)

@@ -235,7 +235,9 @@ func TestLogVerdicts(t *testing.T) {
 					Next    []struct{ Do string }
 				}
 			}
-			json.Unmarshal([]byte(out), &d)
+			if err := json.Unmarshal([]byte(out), &d); err != nil {
+				t.Fatal(err)
+			}
 			got := d.Targets[0].Primary.Bottleneck
 			if !contains(c.want, got) {
 				t.Fatalf("verdict %s (%s), want one of %v", got, d.Targets[0].Primary.Rule, c.want)

@@ -148,7 +148,7 @@ func (o *outputFlags) write(stdout io.Writer, outs []output, render func(report.
 		}
 		f, err := os.Create(out.path)
 		if err != nil {
-			return &exitError{2, fmt.Sprintf("--output: %v", err)}
+			return usageErr("--output: %w", err)
 		}
 		// A file is the record, not a first screen: whole.
 		err = render(out.r, f, report.Options{Color: "never", Width: o.width.n, Details: true})
@@ -156,7 +156,7 @@ func (o *outputFlags) write(stdout io.Writer, outs []output, render func(report.
 			err = cerr
 		}
 		if err != nil {
-			return &exitError{2, fmt.Sprintf("--output %s: %v", out.path, err)}
+			return usageErr("--output %s: %w", out.path, err)
 		}
 	}
 	return nil

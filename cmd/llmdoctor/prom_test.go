@@ -110,7 +110,9 @@ func backfilledProm(t *testing.T) *promFixture {
 			files[f], _ = os.Create(filepath.Join(dir, name+"."+f))
 		}
 		pointsDir := filepath.Join(dir, name+".points")
-		os.Mkdir(pointsDir, 0o755)
+		if err := os.Mkdir(pointsDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		save := func(at time.Time, text []byte) error {
 			p := filepath.Join(pointsDir, fmt.Sprintf("%03d.prom", len(fx.points[name])))
 			fx.points[name] = append(fx.points[name], p)
@@ -119,7 +121,9 @@ func backfilledProm(t *testing.T) *promFixture {
 		err = sim.Offline{OpenMetrics: files["om"], Start: files["start.prom"], End: files["end.prom"], Points: save,
 			Step: fixtureStep, Epoch: epoch}.Run(sc)
 		for _, f := range files {
-			f.Close()
+			if cerr := f.Close(); cerr != nil {
+				t.Fatal(cerr)
+			}
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +142,9 @@ func backfilledProm(t *testing.T) *promFixture {
 		om := filepath.Join(dir, "sglang-"+name+".om")
 		f, _ := os.Create(om)
 		err = sim.Offline{OpenMetrics: f, Step: fixtureStep, Epoch: epoch}.Run(sc)
-		f.Close()
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +168,9 @@ func stopSharedProm() {
 	defer sharedPromMu.Unlock()
 	if sharedProm != nil {
 		sharedProm.server.Stop()
-		os.RemoveAll(sharedProm.dir)
+		if err := os.RemoveAll(sharedProm.dir); err != nil {
+			fmt.Fprintf(os.Stderr, "removing the shared Prometheus: %v\n", err)
+		}
 		sharedProm = nil
 	}
 }
@@ -323,13 +331,17 @@ func TestMissingDCGMIsNamedNotAVerdict(t *testing.T) {
 			}
 		}
 	}
-	json.Unmarshal([]byte(out), &d)
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
 	var scoped struct {
 		Sources []struct {
 			Scopes []struct{ Families, Note string }
 		}
 	}
-	json.Unmarshal([]byte(out), &scoped)
+	if err := json.Unmarshal([]byte(out), &scoped); err != nil {
+		t.Fatal(err)
+	}
 	said := false
 	for _, s := range scoped.Sources[0].Scopes {
 		said = said || s.Families == "dcgm" && strings.Contains(s.Note, "share no instance, pod, node or host")
@@ -495,7 +507,7 @@ func (c *countingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}
@@ -535,7 +547,7 @@ func (c *countingProxy) slowestAlone(b *testing.B, reqs []proxiedRequest) time.D
 				b.Fatal(err)
 			}
 			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close() // read only
 			if err != nil || resp.StatusCode != http.StatusOK {
 				b.Fatalf("%s %s: %d %v", r.method, r.uri, resp.StatusCode, err)
 			}
@@ -548,7 +560,10 @@ func (c *countingProxy) slowestAlone(b *testing.B, reqs []proxiedRequest) time.D
 
 // resetPeakRSS resets the kernel's high-water mark of this process's
 // resident set (Linux; elsewhere peakRSS reports 0).
-func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+func resetPeakRSS() {
+	// Linux only; elsewhere the peak stays the process's, an upper bound.
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
 
 // peakRSS is this process's resident-set high-water mark (VmHWM) in bytes.
 func peakRSS() int64 {
@@ -660,7 +675,7 @@ func rangeSeries(t *testing.T, url, expr string, start, end time.Time, step time
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	var body struct {
 		Status string
 		Data   struct{ Result []json.RawMessage }

@@ -125,7 +125,7 @@ func (p *promFlags) connection() (prom.Connection, error) {
 	if p.tokenFile != "" {
 		b, err := p.in.read(p.tokenFile)
 		if err != nil {
-			return c, fmt.Errorf("--prom-token-file: %v", err)
+			return c, fmt.Errorf("--prom-token-file: %w", err)
 		}
 		c.BearerToken = strings.TrimSpace(string(b))
 	}
@@ -148,7 +148,7 @@ func (p *promFlags) source() (*diagnosis.PromSource, error) {
 	now := time.Now()
 	end, err := parseEnd(p.end, now)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, usageErr("%w", err)
 	}
 	if p.at != "" {
 		if p.end != "" {
@@ -156,7 +156,7 @@ func (p *promFlags) source() (*diagnosis.PromSource, error) {
 		}
 		at, err := parseTime("--at", p.at, now)
 		if err != nil {
-			return nil, usageErr("%v", err)
+			return nil, usageErr("%w", err)
 		}
 		if at.After(now) {
 			return nil, usageErr("--at %s is in the future: nothing is recorded there yet", p.at)
@@ -169,7 +169,7 @@ func (p *promFlags) source() (*diagnosis.PromSource, error) {
 	}
 	conn, err := p.connection()
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, usageErr("%w", err)
 	}
 	return &diagnosis.PromSource{Connection: conn, Options: prom.Options{Window: p.window, End: end, Step: p.step,
 		Selector: p.selector, Parallel: p.parallel}}, nil
@@ -211,6 +211,6 @@ func queryPrinter(w io.Writer) func(prom.Query) {
 		if q.Step > 0 {
 			when += "  step " + units.ShortDuration(q.Step)
 		}
-		fmt.Fprintf(w, "%s\n  %s\n  %s\n", head, when, strings.ReplaceAll(q.Expr, "\n", "\n  "))
+		note(w, "%s\n  %s\n  %s\n", head, when, strings.ReplaceAll(q.Expr, "\n", "\n  "))
 	}
 }

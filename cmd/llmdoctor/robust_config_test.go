@@ -18,11 +18,12 @@ func withConfig(t *testing.T, yaml string) string {
 }
 
 // configRefused runs diagnose on the queueing example with the config and
-// wants exit 2 with one line naming the file and holding want.
+// wants exit 2 with one line naming the file (and the line, where the value
+// sits in it) and holding want.
 func configRefused(yaml string, want ...string) func(t *testing.T) {
 	return func(t *testing.T) {
 		cfg := withConfig(t, yaml)
-		refusedWith(append([]string{"llmdoctor.yaml: "}, want...), nil,
+		refusedWith(append([]string{"llmdoctor.yaml:"}, want...), nil,
 			append([]string{"diagnose", "--config", cfg}, example("queueing")...)...)(t)
 	}
 }

@@ -175,7 +175,9 @@ func init() {
 				}
 				dir := t.TempDir()
 				p := filepath.Join(dir, "window.om")
-				os.WriteFile(p, om.Bytes(), 0o644)
+				if err := os.WriteFile(p, om.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
 				a := diagnoseInto[lintView](t, "--snapshot", p)
 				b := lintJSON(t, start.String(), end.String())
 				for _, f := range []string{"service.finished", "stage.ttft.count", "stage.queue.mean", "cond.window_seconds"} {
@@ -315,8 +317,12 @@ func init() {
 			Test: func(t *testing.T) {
 				p := filepath.Join(t.TempDir(), "big.prom")
 				f, _ := os.Create(p)
-				f.Truncate(65 << 20)
-				f.Close()
+				if err := f.Truncate(65 << 20); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
 				code, _, errOut := runCLI(t, "diagnose", "--snapshot", p)
 				if code != 2 || !strings.Contains(errOut, "larger than 64 MiB") {
 					t.Fatalf("exit %d: %q", code, errOut)
@@ -361,11 +367,19 @@ func init() {
 			Test: func(t *testing.T) {
 				dir := t.TempDir()
 				a, b := filepath.Join(dir, "a.prom"), filepath.Join(dir, "b.prom")
-				os.WriteFile(a, []byte(exampleText(t, "queueing", "start.prom")), 0o644)
-				os.WriteFile(b, []byte(exampleText(t, "queueing", "end.prom")), 0o644)
+				if err := os.WriteFile(a, []byte(exampleText(t, "queueing", "start.prom")), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(b, []byte(exampleText(t, "queueing", "end.prom")), 0o644); err != nil {
+					t.Fatal(err)
+				}
 				now := time.Now()
-				os.Chtimes(a, now, now)
-				os.Chtimes(b, now.Add(4*time.Millisecond), now.Add(4*time.Millisecond))
+				if err := os.Chtimes(a, now, now); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(b, now.Add(4*time.Millisecond), now.Add(4*time.Millisecond)); err != nil {
+					t.Fatal(err)
+				}
 				oneLine2(t, "pass --snapshot-interval", "diagnose", "--snapshot", a, "--snapshot", b)
 			}},
 		robustCase{Area: "exposition", Input: "V0's prefix cache hit rate of -1 (prefix caching off)",

@@ -251,13 +251,21 @@ func init() {
 		Test: func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "huge.jsonl")
 			f, _ := os.Create(p)
-			f.WriteString(`{"ttft": 0.2, "e2e": 3, "output_tokens": 9, "itl": [`)
+			if _, err := f.WriteString(`{"ttft": 0.2, "e2e": 3, "output_tokens": 9, "itl": [`); err != nil {
+				t.Fatal(err)
+			}
 			chunk := strings.Repeat("0.01,", 1<<20)
 			for i := 0; i < 14; i++ { // 70 MiB
-				f.WriteString(chunk)
+				if _, err := f.WriteString(chunk); err != nil {
+					t.Fatal(err)
+				}
 			}
-			f.WriteString("0.01]}\n")
-			f.Close()
+			if _, err := f.WriteString("0.01]}\n"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
 			oneLine2(t, "line 1 is longer than 64 MiB", "diagnose", "--requests", p)
 		}})
 }
@@ -272,7 +280,9 @@ func init() {
 				fmt.Fprintf(&b, `{"request_id":"r%d","prompt_tokens":800,"output_tokens":%d,"ttft":%g,"e2e":%g,"streaming":false}`+"\n", i, 3000+50*i, e2e, e2e)
 			}
 			p := filepath.Join(t.TempDir(), "nonstream.jsonl")
-			os.WriteFile(p, []byte(b.String()), 0o644)
+			if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			code, _, errOut := runCLI(t, "diagnose", "--requests", p, "--format", "json")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)

@@ -91,7 +91,9 @@ var credStyles = []credStyle{
 	{name: "token-file", kinds: []string{"prom"},
 		args: func(t *testing.T, kind string) []string {
 			f := filepath.Join(t.TempDir(), "token")
-			os.WriteFile(f, []byte(secretFile+"\n"), 0o600)
+			if err := os.WriteFile(f, []byte(secretFile+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			return []string{"--prom-token-file", f}
 		},
 		ok: func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+secretFile }},

@@ -49,7 +49,9 @@ func init() {
 			Want: "exit 2, one line: dcgm-exporter metrics only, add the vLLM server's",
 			Test: func(t *testing.T) {
 				p := filepath.Join(t.TempDir(), "dcgm.prom")
-				os.WriteFile(p, []byte("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\",modelName=\"NVIDIA H100 80GB HBM3\"} 97\n"), 0o644)
+				if err := os.WriteFile(p, []byte("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\",modelName=\"NVIDIA H100 80GB HBM3\"} 97\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
 				oneLine2(t, "dcgm-exporter metrics only", "diagnose", "--snapshot", p)
 			}},
 		robustCase{Area: "sources", Input: "--group-by a label no series carries",

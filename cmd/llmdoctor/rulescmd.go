@@ -143,18 +143,19 @@ func newRulesCmd() *cobra.Command {
 			for _, r := range all {
 				idW, bnW = max(idW, len(r.ID)), max(bnW, len(r.Bottleneck))
 			}
+			var lines []string
 			row := func(id, sev, bn, title string) {
 				line := fmt.Sprintf("%-*s  %-8s  %-*s  %s", idW, id, sev, bnW, bn, title)
 				if width > 0 && ansi.StringWidth(line) > width {
 					line = ansi.Truncate(line, width, "…")
 				}
-				fmt.Fprintln(out, line)
+				lines = append(lines, line)
 			}
 			row("RULE", "SEVERITY", "BOTTLENECK", "TITLE")
 			for _, r := range all {
 				row(r.ID, r.Sev.String(), r.Bottleneck, r.Title)
 			}
-			return nil
+			return printf(out, "%s\n", strings.Join(lines, "\n"))
 		}}
 
 	showFormat := "text"
@@ -194,23 +195,32 @@ func newRulesCmd() *cobra.Command {
 	lint := &cobra.Command{Use: "lint DIR", Short: "Load and compile the rule files in DIR, reporting every error", Args: exactArgs(1),
 		Long: "Load and compile every rule file under DIR beside the built-in rules: YAML, the\n" +
 			"expressions, the evidence paths they read, params, message templates, ids that\n" +
-			"clash. Every error is printed as FILE:LINE: what is wrong." +
+			"clash. Every error is printed as FILE:LINE: what is wrong. A DIR holding every\n" +
+			"built-in rule file (rules/builtin, as you edit them) is linted in their place." +
 			exitStatus("0  every rule compiles", "1  a rule does not", exitBadUsage),
 		Example: "  llmdoctor rules lint ./team-rules",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rs, err := rules.LoadFS(os.DirFS(args[0]), ".", false)
 			if err != nil {
 				for _, l := range strings.Split(err.Error(), "\n") {
-					fmt.Fprintln(cmd.ErrOrStderr(), filepath.Join(args[0], l))
+					note(cmd.ErrOrStderr(), "%s\n", filepath.Join(args[0], l))
 				}
 				return &exitError{1, "lint failed"}
 			}
-			b, _ := rules.Builtin()
+			b, err := rules.Builtin()
+			if err != nil {
+				return &exitError{2, err.Error()}
+			}
+			// DIR holding every built-in rule file is the built-in tree
+			// (being edited): it is linted in place of the built-in rules,
+			// not against them.
+			if holdsBuiltin(rs, b) {
+				b = nil
+			}
 			if _, err := rules.NewSet(b, rs); err != nil {
 				return &exitError{1, err.Error()}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d rule%s OK\n", len(rs), plural(len(rs)))
-			return nil
+			return printf(cmd.OutOrStdout(), "%d rule%s OK\n", len(rs), plural(len(rs)))
 		}}
 
 	test := &cobra.Command{Use: "test [DIR]", Short: "Run rule fixtures (fired, quiet, insufficient cases per rule)", Args: maxArgs(1),
@@ -247,19 +257,22 @@ func newRulesCmd() *cobra.Command {
 				}
 				results = rules.RunFixtures(set, rs, fsys, func(r *rules.Rule) string { return r.File })
 			}
-			w := cmd.OutOrStdout()
+			var w strings.Builder
 			failed := 0
 			for _, r := range results {
 				if r.OK() {
 					if verbose {
-						fmt.Fprintf(w, "ok    %s\n", r.File)
+						fmt.Fprintf(&w, "ok    %s\n", r.File)
 					}
 					continue
 				}
 				failed++
-				fmt.Fprintf(w, "FAIL  %s: %s\n", r.File, fixtureFailure(r))
+				fmt.Fprintf(&w, "FAIL  %s: %s\n", r.File, fixtureFailure(r))
 			}
-			fmt.Fprintf(w, "%d passed, %d failed\n", len(results)-failed, failed)
+			fmt.Fprintf(&w, "%d passed, %d failed\n", len(results)-failed, failed)
+			if err := printf(cmd.OutOrStdout(), "%s", w.String()); err != nil {
+				return err
+			}
 			if failed > 0 {
 				return &exitError{1, ""}
 			}
@@ -322,4 +335,19 @@ func maxArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// holdsBuiltin says whether rs, read from a directory, hold every built-in
+// rule file at its place: the directory is rules/builtin, or rules/.
+func holdsBuiltin(rs, builtin []*rules.Rule) bool {
+	have := map[string]bool{}
+	for _, r := range rs {
+		have[r.File] = true
+	}
+	for _, r := range builtin {
+		if !have[r.File] && !have[strings.TrimPrefix(r.File, "builtin/")] {
+			return false
+		}
+	}
+	return len(builtin) > 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -58,7 +59,10 @@ func scriptMain() {
 	slackSleep = noSleep
 	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	if p := os.Getenv(exitFileEnv); p != "" {
-		os.WriteFile(p, []byte(strconv.Itoa(code)), 0o644)
+		if err := os.WriteFile(p, []byte(strconv.Itoa(code)), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "recording the exit code: %v\n", err)
+			os.Exit(3)
+		}
 	}
 	os.Exit(code)
 }
@@ -111,7 +115,9 @@ func TestScripts(t *testing.T) {
 				if err != nil {
 					ts.Fatalf("no exit code recorded: status follows exec llmdoctor")
 				}
-				os.Remove(p)
+				if err := os.Remove(p); err != nil {
+					ts.Fatalf("%v", err)
+				}
 				if got := string(b); got != args[0] {
 					ts.Fatalf("llmdoctor exited %s, want %s", got, args[0])
 				}
@@ -185,7 +191,9 @@ func fakeSlackCmd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		f.Queue(a)
 	case "received":
-		ts.Stdout().Write([]byte(f.Summary()))
+		if _, err := io.WriteString(ts.Stdout(), f.Summary()); err != nil {
+			ts.Fatalf("%v", err)
+		}
 	case "payload":
 		reqs := f.Requests()
 		n, err := strconv.Atoi(args[len(args)-1])
@@ -193,7 +201,9 @@ func fakeSlackCmd(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("fakeslack payload N, N from 1 to %d", len(reqs))
 		}
 		b, _ := json.MarshalIndent(reqs[n-1].Payload, "", "  ")
-		ts.Stdout().Write(append(b, '\n'))
+		if _, err := ts.Stdout().Write(append(b, '\n')); err != nil {
+			ts.Fatalf("%v", err)
+		}
 	case "write":
 		v := map[string]string{"webhook": f.WebhookURL(), "token": fakeslack.Token}
 		if len(args) != 3 || v[args[1]] == "" {

@@ -93,7 +93,7 @@ func (s *slackFlags) prepare(in *input) error {
 		}
 		b, err := in.read(path)
 		if err != nil {
-			return "", flag, usageErr("%s: %v", flag, err)
+			return "", flag, usageErr("%s: %w", flag, err)
 		}
 		if value = strings.TrimSpace(string(b)); value == "" {
 			return "", flag, usageErr("%s %s is empty", flag, path)
@@ -112,7 +112,7 @@ func (s *slackFlags) prepare(in *input) error {
 	if err := d.Validate(); errors.As(err, &ce) {
 		return s.configProblem(ce.Problem)
 	} else if err != nil {
-		return usageErr("%v", err)
+		return usageErr("%w", err)
 	}
 	if d.WebhookURL != "" && s.apiURL != "" {
 		return usageErr("--slack-api-url applies to a bot token: an incoming webhook is posted to at its own URL")
@@ -139,7 +139,7 @@ func (s *slackFlags) configProblem(p slackkit.Problem) error {
 	case slackkit.BadAPIURL:
 		return usageErr("--slack-api-url %q is not a URL like %s", s.apiURL, slackkit.DefaultAPIURL)
 	}
-	return usageErr("%v", &slackkit.ConfigError{Problem: p})
+	return usageErr("%w", &slackkit.ConfigError{Problem: p})
 }
 
 func (s *slackFlags) options() report.SlackOptions {
@@ -190,11 +190,11 @@ func (s *slackFlags) printPosted(w io.Writer, res []slackkit.Result) {
 		if r.Replies > 0 {
 			line += fmt.Sprintf(" (%d in its thread)", r.Replies)
 		}
-		fmt.Fprintln(w, line)
+		note(w, "%s\n", line)
 		dropped += r.Dropped
 	}
 	if dropped > 0 {
-		fmt.Fprintf(w, "note: an incoming webhook cannot start a thread, so %d detail message%s went unposted; post with a bot token (%s or --slack-token-file, and --slack-channel) to have them as replies\n",
+		note(w, "note: an incoming webhook cannot start a thread, so %d detail message%s went unposted; post with a bot token (%s or --slack-token-file, and --slack-channel) to have them as replies\n",
 			dropped, plural(dropped), envSlackToken)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,12 +41,12 @@ func TestSlackFailureShowsNoSecret(t *testing.T) {
 	t.Parallel()
 	hookArgs := func(f *fakeslack.Server, dir string) []string {
 		p := filepath.Join(dir, "hook")
-		os.WriteFile(p, []byte(f.WebhookURL()+"\n"), 0o600)
+		writeFile(t, p, f.WebhookURL()+"\n")
 		return []string{"--slack-webhook-file", p}
 	}
 	tokenArgs := func(f *fakeslack.Server, dir string) []string {
 		p := filepath.Join(dir, "token")
-		os.WriteFile(p, []byte(fakeslack.Token+"\n"), 0o600)
+		writeFile(t, p, fakeslack.Token+"\n")
 		return []string{"--slack-token-file", p, "--slack-channel", fakeslack.Channel, "--slack-api-url", f.APIURL()}
 	}
 	for _, c := range []struct {

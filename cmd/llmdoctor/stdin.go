@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -118,7 +117,7 @@ func loadRulesFlag(in *input, configPath string, dirs []string) (*rules.Set, *ru
 	}
 	data, err := in.read("-")
 	if err != nil {
-		return nil, nil, &exitError{2, fmt.Sprintf("--config -: %v", err)}
+		return nil, nil, usageErr("--config -: %w", err)
 	}
 	cfg, err := rules.ParseConfig(stdinName, data)
 	if err != nil {

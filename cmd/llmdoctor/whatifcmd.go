@@ -123,7 +123,7 @@ func newWhatif() *cobra.Command {
 				}
 				sc, err := loadScenario(o.in, scenario)
 				if err != nil {
-					return usageErr("%v", err)
+					return usageErr("%w", err)
 				}
 				if d, err = runDemo(cmd.Context(), sc, set, cfg); err != nil {
 					return &exitError{2, err.Error()}

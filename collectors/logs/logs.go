@@ -198,7 +198,7 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 	}
 	res.Skipped = bad.n
 	if v, s := engineLines(recs); v >= 2 && s >= 2 {
-		return nil, fmt.Errorf("%s: %d vLLM stats lines and %d SGLang scheduler lines in one log: two servers' logs? give each its own --log", from, v, s)
+		return nil, &MixedEnginesError{From: from, VLLM: v, SGLang: s}
 	}
 	engine, readings, events := sortOut(recs)
 	res.StatsLines, res.Events = readings, events
@@ -208,13 +208,13 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 	}
 	if readings == 0 && !preempted {
 		if bad.n > 0 {
-			return nil, fmt.Errorf("%s: no stats line could be read in %d line%s: %s", from, res.Lines, plural(res.Lines), bad.say())
+			return nil, &noStats{fmt.Sprintf("%s: no stats line could be read in %d line%s: %s", from, res.Lines, plural(res.Lines), bad.say())}
 		}
 		if events > 0 {
-			return nil, fmt.Errorf("%s: %d warning or speculative-decoding line%s but no periodic stats line (\"Avg prompt throughput: …\" or \"Decode batch …\") in %d lines: is --disable-log-stats set?",
-				from, events, plural(events), res.Lines)
+			return nil, &noStats{fmt.Sprintf("%s: %d warning or speculative-decoding line%s but no periodic stats line (\"Avg prompt throughput: …\" or \"Decode batch …\") in %d lines: is --disable-log-stats set?",
+				from, events, plural(events), res.Lines)}
 		}
-		return nil, fmt.Errorf("%s: no vLLM stats lines (\"Avg prompt throughput: …\") nor SGLang scheduler lines (\"Decode batch …\") in %d lines: is --disable-log-stats set, or is this another log?", from, res.Lines)
+		return nil, &noStats{fmt.Sprintf("%s: no vLLM stats lines (\"Avg prompt throughput: …\") nor SGLang scheduler lines (\"Decode batch …\") in %d lines: is --disable-log-stats set, or is this another log?", from, res.Lines)}
 	}
 	if readings == 0 {
 		engine = eventsEngine(recs)

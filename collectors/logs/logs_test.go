@@ -15,7 +15,7 @@ func read(t *testing.T, file string) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	r, err := Read(f, "m", 2026, file)
 	if err != nil {
 		t.Fatal(err)

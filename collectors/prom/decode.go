@@ -2,6 +2,7 @@ package prom
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -123,7 +124,7 @@ func decode(body []byte) ([]series, []string, error) {
 		}
 	}
 	switch {
-	case it.Error != nil && it.Error != io.EOF:
+	case it.Error != nil && !errors.Is(it.Error, io.EOF):
 		return nil, warns, bad("response is not valid JSON: " + it.Error.Error())
 	case status != "success":
 		return nil, warns, bad(fmt.Sprintf("response status %q", status))
@@ -200,7 +201,7 @@ func results(it *jsoniter.Iterator) ([]series, error) {
 			out = append(out, s)
 		}
 	}
-	if it.Error != nil && it.Error != io.EOF {
+	if it.Error != nil && !errors.Is(it.Error, io.EOF) {
 		return nil, bad("response is not valid JSON: " + it.Error.Error())
 	}
 	return out, nil

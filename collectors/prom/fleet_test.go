@@ -101,8 +101,12 @@ func fleetOM(t *testing.T, dir, exposes string, epoch time.Time, members []membe
 		}
 	}
 	fmt.Fprintln(w, "# EOF")
-	w.Flush()
-	f.Close()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return path, end
 }
 

@@ -214,7 +214,9 @@ func TestEchoedSecretsAreMasked(t *testing.T) {
 // where it was evaluated, not stretched to end.
 func TestStepNotDividingTheWindow(t *testing.T) {
 	url := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
-		r.ParseForm()
+		if err := r.ParseForm(); err != nil {
+			t.Error(err)
+		}
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/values"):
 			fmt.Fprint(w, namesOK)

@@ -36,7 +36,9 @@ func benchFile(b *testing.B, mb int) string {
 	if err := w.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
 	return p
 }
 
@@ -55,7 +57,9 @@ func BenchmarkReadRequests(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		f, _ := os.Open(p)
 		a, _, err := ReadRequests(f, p)
-		f.Close()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
 		if err != nil || a.Requests() == 0 {
 			b.Fatal(err)
 		}

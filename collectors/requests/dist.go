@@ -111,7 +111,7 @@ func (d *dist) addSketch(x float64) {
 		f.pos.Add(f.m.Index(x))
 		return
 	}
-	d.sketch.Add(x) // out of range: the sketch refuses it, as it always did
+	_ = d.sketch.Add(x) // out of range: the sketch refuses it, as it always did
 }
 
 // Exact reports whether the quantiles are exact.

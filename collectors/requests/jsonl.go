@@ -138,7 +138,7 @@ func splitLines(r io.Reader, from string, free, work, order chan *chunk, quit ch
 			if err != nil {
 				eof = true
 				if !errors.Is(err, io.EOF) {
-					c.fail = fmt.Errorf("%s: %v", from, err)
+					c.fail = fmt.Errorf("%s: %w", from, err)
 				}
 				break
 			}

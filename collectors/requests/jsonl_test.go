@@ -56,11 +56,11 @@ func oldReadJSONL(br *bufio.Reader, a *Accumulator, from string) error {
 				a.take(rec, line)
 			}
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %v", from, err)
+			return fmt.Errorf("%s: %w", from, err)
 		}
 	}
 }
@@ -80,10 +80,10 @@ func sameRequests(in []byte, chunkSize int, wrap func(io.Reader) io.Reader) erro
 	na, nn, nerr := ReadRequests(open(), "r.jsonl")
 	switch {
 	case (oerr == nil) != (nerr == nil):
-		return fmt.Errorf("old error %v, new error %v", oerr, nerr)
+		return fmt.Errorf("old error %q, new error %q", errText(oerr), errText(nerr))
 	case oerr != nil:
 		if oerr.Error() != nerr.Error() {
-			return fmt.Errorf("old error %q\nnew error %q", oerr, nerr)
+			return fmt.Errorf("old error %q\nnew error %q", oerr.Error(), nerr.Error())
 		}
 		return nil
 	}

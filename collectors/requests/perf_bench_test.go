@@ -69,7 +69,9 @@ func BenchmarkReadBench(b *testing.B) {
 			b.Fatal(err)
 		}
 		a, _, err := ReadBench(f, p)
-		f.Close()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
 		if err != nil || a.Requests() == 0 {
 			b.Fatal(err)
 		}

@@ -17,7 +17,7 @@ func bench(t *testing.T, file string) (*evidence.Evidence, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	a, notes, err := ReadBench(f, file)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestBadBench(t *testing.T) {
 func TestRequestsJSONLAndCSVAgree(t *testing.T) {
 	read := func(file string) (*evidence.Evidence, []string) {
 		f, _ := os.Open("testdata/" + file)
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		a, notes, err := ReadRequests(f, file)
 		if err != nil {
 			t.Fatal(err)

@@ -344,7 +344,7 @@ func ReadRequests(r io.Reader, from string) (*Accumulator, []string, error) {
 func readRequests(r io.Reader, from string, jsonl func(*bufio.Reader, *Accumulator, string) error) (*Accumulator, []string, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
-		br.Discard(len(bom))
+		_, _ = br.Discard(len(bom)) // cannot fail: Peek has buffered them
 	}
 	head, _ := br.Peek(64 << 10)
 	head = bytes.TrimLeft(head, " \t\r\n")

@@ -123,7 +123,9 @@ func BenchmarkReadBenchVllm(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		f, _ := os.Open(p)
 		a, _, err := read(f, p)
-		f.Close()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
 		if err != nil || a.Requests() == 0 {
 			b.Fatal(err)
 		}

@@ -130,17 +130,34 @@ func setGapWorkers(workers, size int) func() {
 	return func() { gapWorkers, gapChunkSize = w, c }
 }
 
+// errText is an error's text for a message comparing two results, "none"
+// for no error.
+func errText(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return err.Error()
+}
+
+// formatErrorFields shows every field of a FormatError, "none" for nil.
+func formatErrorFields(e *FormatError) string {
+	if e == nil {
+		return "none"
+	}
+	return fmt.Sprintf("{File:%q Is:%q Reader:%q Convert:%q}", e.File, e.Is, e.Reader, e.Convert)
+}
+
 func sameResult(oa *Accumulator, on []string, oerr error, na *Accumulator, nn []string, nerr error) error {
 	switch {
 	case (oerr == nil) != (nerr == nil):
-		return fmt.Errorf("old error %v, new error %v", oerr, nerr)
+		return fmt.Errorf("old error %q, new error %q", errText(oerr), errText(nerr))
 	case oerr != nil:
 		if oerr.Error() != nerr.Error() {
-			return fmt.Errorf("old error %q\nnew error %q", oerr, nerr)
+			return fmt.Errorf("old error %q\nnew error %q", oerr.Error(), nerr.Error())
 		}
 		var of, nf *FormatError
 		if errors.As(oerr, &of) != errors.As(nerr, &nf) || of != nil && *of != *nf {
-			return fmt.Errorf("format errors %+v vs %+v", of, nf)
+			return fmt.Errorf("format errors %s vs %s", formatErrorFields(of), formatErrorFields(nf))
 		}
 		return nil
 	}

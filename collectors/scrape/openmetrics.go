@@ -84,7 +84,7 @@ func openMetricsToText(data []byte) ([]byte, error) {
 		}
 		sample, err := omSample(line)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", i+1, err)
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
 		if sample == "" {
 			continue

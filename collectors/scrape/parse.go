@@ -4,7 +4,6 @@ package scrape
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"mime"
@@ -74,19 +73,20 @@ func Parse(data []byte, contentType string) (*Snapshot, error) {
 
 // ParseSeries reads an exposition into one snapshot per timestamp when its
 // series repeat at several (an OpenMetrics backfill file, a recording), each
-// placed at its time; otherwise into one snapshot.
+// placed at its time; otherwise into one snapshot. Data that is not an
+// exposition (empty, HTML, malformed) is a *MalformedError.
 func ParseSeries(data []byte, contentType string) ([]*Snapshot, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return nil, errors.New("empty response: no metrics at all")
+		return nil, &MalformedError{Problem: "empty response: no metrics at all"}
 	}
 	if trimmed[0] == '<' || strings.HasPrefix(contentType, "text/html") {
-		return nil, errors.New("got an HTML page, not Prometheus metrics (is this the /metrics endpoint?)")
+		return nil, &MalformedError{Problem: "got an HTML page, not Prometheus metrics (is this the /metrics endpoint?)"}
 	}
 	if isOpenMetrics(trimmed, contentType) {
 		text, err := openMetricsToText(data)
 		if err != nil {
-			return nil, fmt.Errorf("malformed OpenMetrics: %s", oneLine(err))
+			return nil, &MalformedError{Problem: "malformed OpenMetrics: " + oneLine(err), Err: err}
 		}
 		data = text
 	}
@@ -105,7 +105,7 @@ func ParseSeries(data []byte, contentType string) ([]*Snapshot, error) {
 	for i, doc := range docs {
 		s, err := parseText(doc)
 		if err != nil {
-			return nil, fmt.Errorf("reading at %s: %v", time.UnixMilli(times[i]).UTC().Format(time.RFC3339), err)
+			return nil, fmt.Errorf("reading at %s: %w", time.UnixMilli(times[i]).UTC().Format(time.RFC3339), err)
 		}
 		s.Time = time.UnixMilli(times[i])
 		if unstamped > 0 {
@@ -121,7 +121,7 @@ func parseText(data []byte) (*Snapshot, error) {
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	m, err := p.TextToMetricFamilies(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("malformed exposition: %s", oneLine(err))
+		return nil, &MalformedError{Problem: "malformed exposition: " + oneLine(err), Err: err}
 	}
 	names := make([]string, 0, len(m))
 	for n := range m {

@@ -47,30 +47,43 @@ func Fetch(ctx context.Context, c *http.Client, u string) (*Snapshot, error) {
 	name := redact.String(u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s", name, redact.String(err.Error()))
+		// The request's error quotes the URL, credentials and all: only its
+		// masked text is kept.
+		return nil, &FetchError{Kind: Unreachable, URL: name, Reason: redact.String(netReason(err))}
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
 	req.Header.Set("User-Agent", useragent.String)
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach %s: %s", name, redact.String(netReason(err)))
+		return nil, &FetchError{Kind: Unreachable, URL: name, Reason: redact.String(netReason(err)), Err: transportCause(err)}
 	}
-	defer resp.Body.Close()
+	// Read-only: closing the body cannot lose what was read.
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %s", name, resp.Status)
+		return nil, &FetchError{Kind: BadStatus, URL: name, Status: resp.Status, Code: resp.StatusCode}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %s", name, redact.String(netReason(err)))
+		return nil, &FetchError{Kind: BrokenOff, URL: name, Reason: redact.String(netReason(err)), Err: transportCause(err)}
 	}
 	if len(data) > maxBody {
-		return nil, fmt.Errorf("%s: response larger than %d MiB", name, maxBody>>20)
+		return nil, &FetchError{Kind: TooLarge, URL: name}
 	}
 	s, err := Parse(data, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+		return nil, &FetchError{Kind: NotMetrics, URL: name, Err: malformed(err)}
 	}
 	return s, nil
+}
+
+// transportCause is the transport's error without the URL a *url.Error
+// quotes (credentials and all); a timeout stays a context.DeadlineExceeded.
+func transportCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 func netReason(err error) string {
@@ -199,12 +212,14 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 		}
 		n++
 		if s.Progress != nil {
-			fmt.Fprintf(s.Progress, "\rscraping %d server(s): %d scrapes, %s of %s ",
+			// Progress is best effort: a terminal that cannot show it does
+			// not stop the scrape.
+			_, _ = fmt.Fprintf(s.Progress, "\rscraping %d server(s): %d scrapes, %s of %s ",
 				len(s.URLs), n, now().Sub(start).Round(time.Second), s.Duration)
 		}
 	}
 	if s.Progress != nil {
-		fmt.Fprintln(s.Progress)
+		_, _ = fmt.Fprintln(s.Progress)
 	}
 	ws := make([]*window.Window, 0, len(s.URLs))
 	for i, u := range s.URLs {
@@ -216,7 +231,7 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 			instance = hostPort(u)
 		}
 		if err := SameConfig(snaps[i], nil); err != nil {
-			return nil, fmt.Errorf("%s: %v", redact.String(u), err)
+			return nil, fmt.Errorf("%s: %w", redact.String(u), err)
 		}
 		// The URL becomes provenance in the report: no credentials.
 		w := onTicks(Window(snaps[i], instance, redact.String(u)), at[i], len(ticks))
@@ -337,7 +352,7 @@ func Files(paths []string, interval time.Duration, stdin io.Reader) (*window.Win
 		}
 		ss, err := ParseSeries(data, "")
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p, err)
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		if len(ss) > 1 {
 			if interval > 0 {
@@ -427,14 +442,14 @@ func readLimited(p string, stdin io.Reader) ([]byte, error) {
 	} else {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read snapshot: %v", err)
+			return nil, fmt.Errorf("cannot read snapshot: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: all it held was read
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read snapshot %s: %v", p, err)
+		return nil, fmt.Errorf("cannot read snapshot %s: %w", p, err)
 	}
 	if len(data) > maxBody {
 		return nil, fmt.Errorf("%s is larger than %d MiB: a /metrics exposition is well under one; is it the right file?", p, maxBody>>20)

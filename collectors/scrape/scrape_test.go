@@ -183,8 +183,12 @@ func TestScrapeOverHTTPMatchesSnapshots(t *testing.T) {
 	})
 	live := engine.Build(w, engine.Options{})[0].Values
 	dir := t.TempDir()
-	os.WriteFile(dir+"/a.prom", []byte(start), 0o644)
-	os.WriteFile(dir+"/b.prom", []byte(end), 0o644)
+	if err := os.WriteFile(dir+"/a.prom", []byte(start), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/b.prom", []byte(end), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fw, err := Files([]string{dir + "/a.prom", dir + "/b.prom"}, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -234,11 +238,19 @@ func TestScrapeErrorsAreOneClearLine(t *testing.T) {
 func TestFilesNeedSpacing(t *testing.T) {
 	dir := t.TempDir()
 	data, _ := os.ReadFile("testdata/two-engines.prom")
-	os.WriteFile(dir+"/a.prom", data, 0o644)
-	os.WriteFile(dir+"/b.prom", data, 0o644)
+	if err := os.WriteFile(dir+"/a.prom", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/b.prom", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now()
-	os.Chtimes(dir+"/a.prom", now, now)
-	os.Chtimes(dir+"/b.prom", now, now)
+	if err := os.Chtimes(dir+"/a.prom", now, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(dir+"/b.prom", now, now); err != nil {
+		t.Fatal(err)
+	}
 	_, err := Files([]string{dir + "/a.prom", dir + "/b.prom"}, 0, nil)
 	var se *SpacingError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "cannot tell how far apart") {

@@ -81,10 +81,14 @@ func TestTimestampedSnapshotsWithAGap(t *testing.T) {
 	var paths []string
 	for i, s := range secs {
 		p := fmt.Sprintf("%s/%02d.prom", dir, i)
-		os.WriteFile(p, []byte(exposition(t0, s)), 0o644)
+		if err := os.WriteFile(p, []byte(exposition(t0, s)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		paths = append(paths, p)
 	}
-	os.WriteFile(dir+"/all.prom", []byte(readings(t0, secs)), 0o644)
+	if err := os.WriteFile(dir+"/all.prom", []byte(readings(t0, secs)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for name, files := range map[string][]string{"files": paths, "one file of readings": {dir + "/all.prom"}} {
 		t.Run(name, func(t *testing.T) {
 			w, err := Files(files, 0, nil)
@@ -144,8 +148,12 @@ func TestFilesWithIntervalAreEvenlySpaced(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	os.WriteFile(dir+"/a.prom", []byte(strip(exposition(t0, 0))), 0o644)
-	os.WriteFile(dir+"/b.prom", []byte(strip(exposition(t0, 900))), 0o644)
+	if err := os.WriteFile(dir+"/a.prom", []byte(strip(exposition(t0, 0))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/b.prom", []byte(strip(exposition(t0, 900))), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	w, err := Files([]string{dir + "/a.prom", dir + "/b.prom"}, 15*time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -102,6 +102,8 @@ func Deployments(tb testing.TB, dir, name string, epoch time.Time, step time.Dur
 	if err := w.Flush(); err != nil {
 		tb.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
 	return path, end
 }

@@ -27,8 +27,10 @@ func FleetWindow(tb testing.TB, dir string) (om string, end time.Time) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
 	if err := (sim.Offline{OpenMetrics: f, Step: time.Minute}).Run(sc); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
 	return om, sim.Epoch.Add(sc.Warmup + sc.Duration)
@@ -48,9 +50,7 @@ func WithInstances(tb testing.TB, src, dst string, n int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer out.Close()
 	w := bufio.NewWriterSize(out, 1<<20)
-	defer w.Flush()
 	var block []string
 	flush := func() {
 		for k := 0; k < n; k++ {
@@ -72,6 +72,12 @@ func WithInstances(tb testing.TB, src, dst string, n int) {
 		}
 	}
 	flush()
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // Fleet backfills a TSDB under dir with n identical queue-bound instances
@@ -84,6 +90,8 @@ func Fleet(tb testing.TB, dir string, n int) (tsdb string, end time.Time) {
 	WithInstances(tb, one, src, n)
 	tsdb = filepath.Join(dir, fmt.Sprintf("tsdb%d", n))
 	promtest.Backfill(tb, src, tsdb)
-	os.Remove(src)
+	if err := os.Remove(src); err != nil {
+		tb.Fatal(err)
+	}
 	return tsdb, end
 }

@@ -121,7 +121,9 @@ func Start(t testing.TB) *Browser {
 		ccancel()
 		cancel()
 		allocCancel()
-		proxy.Close()
+		if err := proxy.Close(); err != nil {
+			t.Logf("browsertest: closing the proxy: %v", err)
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			t.Logf("browsertest: closing the browser: %v", err)
 		}
@@ -135,8 +137,8 @@ func Start(t testing.TB) *Browser {
 	case err = <-done:
 	case <-time.After(timeout):
 		cancel()
-		<-done
-		err = fmt.Errorf("no answer within %v", timeout)
+		// The abandoned start's own error, if any, follows the timeout.
+		err = errors.Join(fmt.Errorf("no answer within %v", timeout), <-done)
 	}
 	if err != nil {
 		t.Fatalf("browsertest: starting %s: %v%s", path, err, b.outputTail())
@@ -156,7 +158,7 @@ func (b *Browser) refuseAll(l net.Listener) {
 			return
 		}
 		b.guarded.Add(1)
-		c.Close()
+		_ = c.Close() // refused: nothing was sent on it
 	}
 }
 

@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -247,11 +248,13 @@ func TestLoadTimeout(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() {
-		hold.Close()
+		if err := hold.Close(); err != nil {
+			t.Error(err)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close() // held open only to be counted
 		}
 	})
 
@@ -476,7 +479,7 @@ func processesUsing(t testing.TB, dir string) []string {
 	t.Helper()
 	out, err := exec.Command("pgrep", "-l", "-f", "--", "--user-data-dir="+regexp.QuoteMeta(dir)).Output()
 	if err != nil {
-		if e, ok := err.(*exec.ExitError); ok && e.ExitCode() == 1 {
+		if e := (*exec.ExitError)(nil); errors.As(err, &e) && e.ExitCode() == 1 {
 			return nil // no process matched
 		}
 		t.Fatalf("pgrep: %v", err)

@@ -245,7 +245,9 @@ func (s *Server) answer(w http.ResponseWriter, req *http.Request, r Request, a *
 func (s *Server) webhook(w http.ResponseWriter, req *http.Request) {
 	r := Request{Via: "webhook"}
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-	json.Unmarshal(body, &r.Payload)
+	if err := json.Unmarshal(body, &r.Payload); err != nil {
+		r.Payload = nil // not JSON: refused below as invalid_payload, as Slack does
+	}
 	r.Text, r.Blocks, r.Attachments, r.Problems = check(r.Payload)
 	r, a := s.next(r)
 	if a != nil {
@@ -283,7 +285,9 @@ func (s *Server) webhook(w http.ResponseWriter, req *http.Request) {
 // postMessage is chat.postMessage: a form with the token, the channel and
 // the message, answered with JSON under HTTP 200 whatever happened.
 func (s *Server) postMessage(w http.ResponseWriter, req *http.Request) {
-	req.ParseForm()
+	// A form that does not parse leaves its fields empty: refused below for
+	// its missing token or channel, as Slack refuses it.
+	_ = req.ParseForm()
 	f := req.PostForm
 	r := Request{Via: "chat.postMessage", Channel: f.Get("channel"), ThreadTS: f.Get("thread_ts"), Payload: map[string]any{}}
 	for k := range f {

@@ -64,7 +64,7 @@ func Launch(bin, dir, scrapeConfigs string, flags ...string) (*Server, error) {
 		return nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	_ = l.Close() // it only found a free port
 	tmp, err := os.MkdirTemp("", "promtest")
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func Launch(bin, dir, scrapeConfigs string, flags ...string) (*Server, error) {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(s.URL + "/-/ready")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close() // its status is all that is read
 			if resp.StatusCode == http.StatusOK {
 				return s, nil
 			}
@@ -106,9 +106,13 @@ func Launch(bin, dir, scrapeConfigs string, flags ...string) (*Server, error) {
 
 // Stop ends the server and removes its scratch files.
 func (s *Server) Stop() {
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
-	os.RemoveAll(s.tmp)
+	// Killed, it exits with "signal: killed", which is no news; a process
+	// that had already gone is stopped all the same.
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	if err := os.RemoveAll(s.tmp); err != nil {
+		fmt.Fprintf(os.Stderr, "promtest: removing %s: %v\n", s.tmp, err)
+	}
 }
 
 // CPUTime is the CPU time the server has used so far (user and system,
