@@ -158,7 +158,7 @@ func (s *Server) parseRequest(q url.Values) (Request, error) {
 	if v := q.Get("end"); v != "" {
 		t, err := parseTime(v)
 		if err != nil {
-			return req, fmt.Errorf("end: %v", err)
+			return req, fmt.Errorf("end: %w", err)
 		}
 		if t.After(s.now().Add(time.Minute)) {
 			return req, fmt.Errorf("end %s is in the future", v)

@@ -111,7 +111,7 @@ func (h *history) record(d *advisor.Diagnosis, sc runScope, now time.Time) ([]ru
 		}
 		gz, err := encodeRun(d, i, scopeNote(sc, targetName(t.Target), p.narrow, d.Window.Seconds))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
 		p.run = &histRun{at: now, trigger: sc.trigger, verdict: core.VerdictOf(t), summary: t.Primary.Summary, gz: gz}

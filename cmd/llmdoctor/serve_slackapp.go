@@ -58,7 +58,7 @@ func (s *slackSecretFile) Set(path string) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	v := strings.TrimSpace(string(b))
 	if v == "" {

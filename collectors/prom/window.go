@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -57,7 +58,10 @@ func ParseWindow(v string) (time.Duration, error) {
 		d = time.Duration(md)
 	}
 	if err := CheckWindow(d); err != nil {
-		err.(*WindowError).Value = v
+		var we *WindowError
+		if errors.As(err, &we) {
+			we.Value = v
+		}
 		return 0, err
 	}
 	return d, nil

@@ -62,7 +62,7 @@ func loadWatchState(path string) (*watchState, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("watch state file %s cannot be read: %v", path, watchPathErr(err))
+		return nil, fmt.Errorf("watch state file %s cannot be read: %w", path, watchPathErr(err))
 	}
 	st := &watchState{}
 	if err := json.Unmarshal(b, st); err != nil {
@@ -97,7 +97,7 @@ func saveWatchState(path string, st *watchState) error {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp*")
 	if err != nil {
-		return fmt.Errorf("writing watch state file %s: %v", path, watchPathErr(err))
+		return fmt.Errorf("writing watch state file %s: %w", path, watchPathErr(err))
 	}
 	tmp := f.Name()
 	ok := false
@@ -108,19 +108,19 @@ func saveWatchState(path string, st *watchState) error {
 		}
 	}()
 	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("writing watch state file %s: %v", path, watchPathErr(err))
+		return fmt.Errorf("writing watch state file %s: %w", path, watchPathErr(err))
 	}
 	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("writing watch state file %s: %v", path, watchPathErr(err))
+		return fmt.Errorf("writing watch state file %s: %w", path, watchPathErr(err))
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("writing watch state file %s: %v", path, watchPathErr(err))
+		return fmt.Errorf("writing watch state file %s: %w", path, watchPathErr(err))
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing watch state file %s: %v", path, watchPathErr(err))
+		return fmt.Errorf("writing watch state file %s: %w", path, watchPathErr(err))
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing watch state file %s: %v", path, watchPathErr(err))
+		return fmt.Errorf("writing watch state file %s: %w", path, watchPathErr(err))
 	}
 	ok = true
 	// The rename is durable once the directory is synced; not every
@@ -142,7 +142,7 @@ func probeWatchStateDir(path string) error {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".probe*")
 	if err != nil {
-		return fmt.Errorf("watch state file %s cannot be written: %v", path, watchPathErr(err))
+		return fmt.Errorf("watch state file %s cannot be written: %w", path, watchPathErr(err))
 	}
 	f.Close()
 	os.Remove(f.Name())
