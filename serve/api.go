@@ -82,7 +82,7 @@ func (s *Server) pingProm(ctx context.Context) error {
 		}
 		return fail("is unreachable: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
 		return fail("answered HTTP %d to a test query", resp.StatusCode)

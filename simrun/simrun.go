@@ -77,8 +77,16 @@ func Diagnose(ctx context.Context, sc *sim.Scenario, o Options) (*advisor.Diagno
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		done := make(chan struct{})
-		go func() { defer close(done); hs.Serve(ln) }()
-		defer func() { hs.Close(); <-done }()
+		go func() {
+			defer close(done)
+			// ErrServerClosed once closed; any other failure is the
+			// scrapes' error.
+			_ = hs.Serve(ln)
+		}()
+		defer func() {
+			_ = hs.Close() // the scrapes are done; only the listener's close can fail
+			<-done
+		}()
 		base = "http://" + ln.Addr().String()
 		client = &http.Client{Timeout: 10 * time.Second}
 	}

@@ -43,7 +43,7 @@ func (p *Poster) sendJSON(ctx context.Context, via Via, u string, m *slack.Webho
 	if err != nil {
 		return &Error{Via: via, Err: transportError(err)}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	// Slack's answers are a few bytes; a proxy's error page need not be
 	// read to the end.
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 4096))

@@ -102,7 +102,9 @@ func listScenarios(w io.Writer) error {
 		return err
 	}
 	for _, s := range all {
-		fmt.Fprintf(w, "%-22s expect %-22s %s on %d× %s\n", s.Name, s.Expect, s.Model, s.TP, s.GPU)
+		if err := printf(w, "%-22s expect %-22s %s on %d× %s\n", s.Name, s.Expect, s.Model, s.TP, s.GPU); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -158,10 +160,13 @@ func newSim() *cobra.Command {
 			if err != nil {
 				return &exitError{2, fmt.Sprintf("--listen: %v", err)}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "simulating %s at %g× on http://%s/metrics (GPU metrics on /dcgm/metrics); Ctrl-C stops\n",
+			note(cmd.ErrOrStderr(), "simulating %s at %g× on http://%s/metrics (GPU metrics on /dcgm/metrics); Ctrl-C stops\n",
 				sc.Name, speed, ln.Addr())
 			hs := &http.Server{Handler: sim.NewServer(e, 0, speed).Handler(), ReadHeaderTimeout: 5 * time.Second}
-			go func() { <-cmd.Context().Done(); hs.Close() }()
+			go func() {
+				<-cmd.Context().Done()
+				_ = hs.Close() // Serve then returns ErrServerClosed, which is checked
+			}()
 			if err := hs.Serve(ln); err != nil && err != http.ErrServerClosed {
 				return &exitError{2, err.Error()}
 			}
@@ -202,7 +207,7 @@ func runOffline(sc *sim.Scenario, benchOut, logOut, omOut string) error {
 	}
 	defer func() {
 		for _, f := range files {
-			f.Close()
+			_ = f.Close() // only after an error, which is the one to tell; success closes each and checks
 		}
 	}()
 	for _, x := range []struct {

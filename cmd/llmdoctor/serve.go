@@ -87,7 +87,7 @@ func newServeWith(o *serveOpts) *cobra.Command {
 	f := c.Flags()
 	o.prom.add(f)
 	// Each diagnosis ends when it runs.
-	f.MarkHidden("end")
+	hide(f, "end")
 	f.Lookup("window").Usage = "default window of a diagnosis (an alert group that began earlier gets a longer one)"
 	f.Lookup("selector").Usage = `label matchers that narrow every query, e.g. namespace="prod"; series without their labels (DCGM's) are joined through instance, pod, node or host`
 	f.StringVar(&o.listen, "listen", ":8080", "address to serve HTTP on")
@@ -126,7 +126,7 @@ func (o *serveOpts) run(cmd *cobra.Command) error {
 	cfg.Logger = slog.New(slog.NewTextHandler(redactWriter{stderr, o.secrets()}, nil))
 	srv, err := server.New(cfg)
 	if err != nil {
-		ln.Close()
+		_ = ln.Close() // the server's error is the one to tell
 		return &exitError{2, err.Error()}
 	}
 	// Ctrl-C (see run) or SIGTERM: stop taking requests, finish those in

@@ -476,7 +476,7 @@ func writeAck(w http.ResponseWriter, inChannel bool, text string) {
 		m.ResponseType = slack.ResponseTypeInChannel
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(m)
+	_ = json.NewEncoder(w).Encode(m) // two strings always encode; a client gone cannot be answered
 }
 
 // commands serves POST /slack/commands: verify, answer at once, diagnose

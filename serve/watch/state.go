@@ -103,8 +103,8 @@ func saveWatchState(path string, st *watchState) error {
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
-			os.Remove(tmp)
+			_ = f.Close()      // the error returned says what went wrong
+			_ = os.Remove(tmp) // best effort: a leftover temporary file is harmless
 		}
 	}()
 	if err := f.Chmod(0o600); err != nil {
@@ -126,8 +126,8 @@ func saveWatchState(path string, st *watchState) error {
 	// The rename is durable once the directory is synced; not every
 	// filesystem can sync a directory, and the file is whole either way.
 	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+		_ = d.Sync()  // not every filesystem syncs a directory
+		_ = d.Close() // read only
 	}
 	return nil
 }
@@ -144,8 +144,13 @@ func probeWatchStateDir(path string) error {
 	if err != nil {
 		return fmt.Errorf("watch state file %s cannot be written: %w", path, watchPathErr(err))
 	}
-	f.Close()
-	os.Remove(f.Name())
+	if err := f.Close(); err != nil {
+		_ = os.Remove(f.Name()) // the close's error is the one to tell
+		return fmt.Errorf("watch state file %s cannot be written: %w", path, watchPathErr(err))
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		return fmt.Errorf("watch state file %s: its directory takes a new file but cannot remove it: %w", path, watchPathErr(err))
+	}
 	return nil
 }
 

@@ -174,7 +174,7 @@ func (w *Watcher) Run(ctx context.Context) {
 	}
 	w.h.Log().Info("watch: started", "every", w.cfg.Every, "hold", w.cfg.Hold, "state_file", w.cfg.StateFile, "state", start)
 	for ctx.Err() == nil {
-		w.Once(ctx)
+		_ = w.Once(ctx) // Once logs each error where it happens; the next run tries again
 		select {
 		case <-ctx.Done():
 			return
