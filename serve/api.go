@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,8 +128,15 @@ func (s *Server) apiDiagnosis(w http.ResponseWriter, r *http.Request) {
 		plain(w, status, msg)
 		return
 	}
+	// Encoded whole before the status goes out: a diagnosis that does not
+	// encode is a 500 that says so, not an empty 200.
+	var b bytes.Buffer
+	if err := report.JSON(&b, d); err != nil {
+		plain(w, http.StatusInternalServerError, "the diagnosis does not encode as JSON: "+err.Error())
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	report.JSON(w, d)
+	w.Write(b.Bytes())
 }
 
 // parseRequest reads the API's parameters: selector (label matchers, as

@@ -129,6 +129,22 @@ func TestAPIDiagnosisErrors(t *testing.T) {
 	}
 }
 
+// A diagnosis that does not encode as JSON is a 500 that says so, never a
+// 200 with an empty or cut body.
+func TestAPIDiagnosisUnencodable(t *testing.T) {
+	h := newAMHarness(t, Config{}, false)
+	h.result = func() (*advisor.Diagnosis, error) {
+		d := amDiagnosis()
+		d.Window.Seconds = math.NaN()
+		return d, nil
+	}
+	w := apiGet(h.s, "/api/v1/diagnosis")
+	if w.Code != http.StatusInternalServerError || w.Header().Get("Content-Type") == "application/json" ||
+		!strings.HasPrefix(w.Body.String(), "the diagnosis does not encode as JSON: ") {
+		t.Fatalf("%d %s %q", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
+}
+
 // /readyz asks Prometheus a cheap query with the configured credentials.
 func TestReadyz(t *testing.T) {
 	var auth string
