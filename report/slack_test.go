@@ -82,8 +82,11 @@ func writeBench(t *testing.T, sc *sim.Scenario) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	if err := (&sim.Offline{Bench: f}).Run(sc); err != nil {
+	err = (&sim.Offline{Bench: f}).Run(sc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -420,7 +423,9 @@ func TestSlackColours(t *testing.T) {
 		var rgb [3]float64
 		for i := range rgb {
 			var v int
-			fmt.Sscanf(hex[1+2*i:3+2*i], "%02x", &v)
+			if _, err := fmt.Sscanf(hex[1+2*i:3+2*i], "%02x", &v); err != nil {
+				t.Fatalf("colour %q: %v", hex, err)
+			}
 			c := float64(v) / 255
 			if c <= 0.04045 {
 				rgb[i] = c / 12.92

@@ -50,7 +50,9 @@ func TestNoColorAndWidth(t *testing.T) {
 
 func TestColorAlways(t *testing.T) {
 	var b bytes.Buffer
-	Text(&b, sample(), Options{Color: "always", Details: true})
+	if err := Text(&b, sample(), Options{Color: "always", Details: true}); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(b.String(), "\x1b[") {
 		t.Error("--color always gave no colour")
 	}

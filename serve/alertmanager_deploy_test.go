@@ -150,7 +150,9 @@ tests:
             exp_annotations: {summary: "llmdoctor has not diagnosed llama-3-8b for 50m 0s"}
 `, rulesPath, input(true), input(false))
 	testPath := filepath.Join(t.TempDir(), "test.yml")
-	os.WriteFile(testPath, []byte(test), 0o644)
+	if err := os.WriteFile(testPath, []byte(test), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command(promtool, "test", "rules", testPath).CombinedOutput(); err != nil {
 		t.Fatalf("promtool test rules: %v\n%s\n%s", err, out, test)
 	}

@@ -238,7 +238,9 @@ func TestAlertmanagerPostsOncePerGroup(t *testing.T) {
 	var blocks strings.Builder
 	enc := json.NewEncoder(&blocks)
 	enc.SetEscapeHTML(false)
-	enc.Encode(msg.Payload["attachments"])
+	if err := enc.Encode(msg.Payload["attachments"]); err != nil {
+		t.Fatal(err)
+	}
 	// The full report is the HTML page of the run that made the message
 	// (pages_test.go follows such links): the alert's namespace narrows
 	// the model, so the page is the narrowed target's.
@@ -490,7 +492,7 @@ func TestShutdownFinishesPosts(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("notification: %v %v", err, resp)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status is wanted
 	cancel()
 	var released atomic.Bool
 	go func() { time.Sleep(300 * time.Millisecond); released.Store(true); close(h.gate) }()

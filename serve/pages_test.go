@@ -378,7 +378,9 @@ func slackLinks(t testing.TB, payload map[string]any) []string {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	enc.Encode(payload)
+	if err := enc.Encode(payload); err != nil {
+		t.Fatal(err)
+	}
 	var out []string
 	for _, m := range regexp.MustCompile(`<(https?://[^|>]+)\|Full report>`).FindAllStringSubmatch(b.String(), -1) {
 		out = append(out, html.UnescapeString(m[1]))
@@ -401,7 +403,7 @@ func fetchReport(t *testing.T, s *Server, link, external, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || resp.Header.Get("Content-Security-Policy") != reportCSP {
 		t.Fatalf("%s: %d %v\n%s", link, resp.StatusCode, resp.Header, body)

@@ -82,7 +82,7 @@ func TestSlackLoad(t *testing.T) {
 			r := result{err: err}
 			if err == nil {
 				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				_ = resp.Body.Close() // read only
 				r.code = resp.StatusCode
 				r.err = json.Unmarshal(b, &r.ack)
 			}

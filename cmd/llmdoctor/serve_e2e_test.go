@@ -32,7 +32,7 @@ func freePort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // a port left taken shows as the server's listen failing
 	return l.Addr().(*net.TCPAddr).Port
 }
 
@@ -51,9 +51,9 @@ func startProcess(t *testing.T, name, ready string, bin string, args ...string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
+		_ = cmd.Process.Kill() // it may have exited already
+		_ = cmd.Wait()         // killed: its exit status says nothing
+		_ = logf.Close()       // the process wrote to it; the log is read back by name
 		if t.Failed() {
 			b, _ := os.ReadFile(logName)
 			t.Logf("%s log:\n%s", name, tail(string(b), 40))
@@ -62,7 +62,7 @@ func startProcess(t *testing.T, name, ready string, bin string, args ...string) 
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(ready); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close() // only the status is wanted
 			if resp.StatusCode == http.StatusOK {
 				return
 			}
@@ -119,9 +119,14 @@ func TestServeAlertmanagerEndToEnd(t *testing.T) {
 	sc.Duration = 20 * time.Minute
 	end := time.Now().Truncate(time.Second)
 	om := filepath.Join(dir, "queue-bound.om")
-	f, _ := os.Create(om)
+	f, err := os.Create(om)
+	if err != nil {
+		t.Fatal(err)
+	}
 	err = sim.Offline{OpenMetrics: f, Epoch: end.Add(-sc.Warmup - sc.Duration)}.Run(sc)
-	f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +164,9 @@ func TestServeAlertmanagerEndToEnd(t *testing.T) {
 	// Alertmanager: one route to llmdoctor, group_wait short, repeating
 	// the notification every few seconds.
 	amDir := filepath.Join(dir, "am")
-	os.Mkdir(amDir, 0o755)
+	if err := os.Mkdir(amDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	amConfig := write("am.yml", fmt.Sprintf(`route:
   receiver: llmdoctor
   group_by: [alertname]
@@ -238,7 +245,9 @@ alerting:
 	var blocks strings.Builder
 	enc := json.NewEncoder(&blocks)
 	enc.SetEscapeHTML(false)
-	enc.Encode(msg.Payload["attachments"])
+	if err := enc.Encode(msg.Payload["attachments"]); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(blocks.String(), "Alertmanager: *VLLMSlowFirstToken* firing · diagnosed `model_name=") {
 		t.Errorf("the message does not say which alert it answers:\n%s", blocks.String())
 	}
@@ -259,7 +268,7 @@ alerting:
 		t.Fatal(err)
 	}
 	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close() // read only
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
 		!strings.Contains(string(page), html.EscapeString(model[1])) || !strings.Contains(string(page), "queueing") {
 		t.Fatalf("the report link: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), tail(string(page), 20))
@@ -270,7 +279,7 @@ alerting:
 	}
 	var d advisor.Diagnosis
 	err = json.NewDecoder(resp.Body).Decode(&d)
-	resp.Body.Close()
+	_ = resp.Body.Close() // read only
 	if err != nil || len(d.Targets) != 1 || d.Targets[0].Primary.Bottleneck != "queueing" || d.Targets[0].Target.Model != model[1] {
 		t.Fatalf("the API: %v %+v", err, d.Targets)
 	}
@@ -280,7 +289,7 @@ alerting:
 	if r, err := http.Get(llmdoctor + "/readyz"); err != nil || r.StatusCode != http.StatusOK {
 		t.Errorf("/readyz with Prometheus up: %v %v", err, r)
 	} else {
-		r.Body.Close()
+		_ = r.Body.Close() // only the status is wanted
 	}
 
 	// Shutdown is graceful and quick.
@@ -304,12 +313,14 @@ func scrapeCount(t *testing.T, base, series string) float64 {
 	if err != nil {
 		return 0
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, series+" "); ok {
 			var v float64
-			fmt.Sscan(rest, &v)
+			if _, err := fmt.Sscan(rest, &v); err != nil {
+				t.Fatalf("%s in /metrics: value %q: %v", series, rest, err)
+			}
 			return v
 		}
 	}

@@ -309,12 +309,16 @@ func TestWatchStateFileRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(dir, name+".json")
+			var err error
 			if name == "directory" {
-				os.Mkdir(p, 0o700)
+				err = os.Mkdir(p, 0o700)
 			} else {
-				os.WriteFile(p, []byte(tc.body), 0o600)
+				err = os.WriteFile(p, []byte(tc.body), 0o600)
 			}
-			_, err := Register(newHost(dest), &Config{Enabled: true, StateFile: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Register(newHost(dest), &Config{Enabled: true, StateFile: p})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("got %v, want one line naming %s with %q", err, p, tc.want)
 			}
@@ -341,7 +345,9 @@ func TestWatchStateFileRefused(t *testing.T) {
 	if os.Geteuid() != 0 { // root writes anywhere
 		t.Run("unreadable", func(t *testing.T) {
 			p := filepath.Join(dir, "unreadable.json")
-			os.WriteFile(p, []byte(`{"version":1}`), 0o000)
+			if err := os.WriteFile(p, []byte(`{"version":1}`), 0o000); err != nil {
+				t.Fatal(err)
+			}
 			_, err := Register(newHost(dest), &Config{Enabled: true, StateFile: p})
 			if err == nil || !strings.Contains(err.Error(), "cannot be read: permission denied") {
 				t.Fatalf("got %v", err)
@@ -411,7 +417,9 @@ func TestWatchGone(t *testing.T) {
 	}
 	watchRuns(t, s, fd, watchtest.Seq(watchtest.M2Healthy))
 	fd.Fail(errors.New("prometheus: connection refused"))
-	s.Once(context.Background())
+	if err := s.Once(context.Background()); err == nil {
+		t.Fatal("a failed diagnosis is not an error")
+	}
 	if n := len(watchtest.Mains(fs)); n != 1 {
 		t.Fatalf("a failed diagnosis counted as an absence:\n%s", fs.Summary())
 	}
