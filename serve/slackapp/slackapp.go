@@ -371,7 +371,7 @@ func parseCommand(text string, defWindow time.Duration) (slashCommand, string) {
 		key, val, kv := strings.Cut(w, "=")
 		switch {
 		case kv && strings.EqualFold(strings.TrimLeft(key, "-"), "window"):
-			w, lw = val, strings.ToLower(val)
+			w = val
 		case kv && strings.EqualFold(strings.TrimLeft(key, "-"), "model"):
 			if c.model != "" {
 				return c, "one model at a time: " + mrkdwnCode(c.model) + " and " + mrkdwnCode(val)
