@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/evidence"
+	"github.com/llmdoctor/llmdoctor/internal/testkit"
 	"io"
 	"net"
 	"net/http"
@@ -258,9 +259,12 @@ var readmeUsage = map[string]func(t *testing.T){
 		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Schema != "llmdoctor.whatif/v1" || len(res.Targets) != 1 {
 			t.Errorf("whatif --format json on the example snapshots: %v\n%.600s", err, out)
 		}
-		out = runs(t, ran, "demo", "--scenario", "queue-bound", "--whatif", "--color", "never")
-		if !strings.Contains(out, "whatif max_num_seqs 32 → 128") {
-			t.Errorf("demo --whatif:\n%s", out)
+		// demo --whatif replays the same calibration as whatif --scenario.
+		if testkit.Heavy() {
+			out = runs(t, ran, "demo", "--scenario", "queue-bound", "--whatif", "--color", "never")
+			if !strings.Contains(out, "whatif max_num_seqs 32 → 128") {
+				t.Errorf("demo --whatif:\n%s", out)
+			}
 		}
 	},
 	`llmdoctor docs man DIR                           (a man page per command, from its help text)`: func(t *testing.T) {
