@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 )
@@ -16,18 +18,35 @@ var builtinFS embed.FS
 // BuiltinFS is the embedded rule tree (rule files and their fixture folders).
 var BuiltinFS = builtinFS
 
+// embedded parses an embedded rule tree once per process: the files never
+// change, a loaded rule is never modified (configuration applies when rules
+// are evaluated), and parsing YAML is most of what loading costs.
+func embedded(root string) func() ([]*Rule, error) {
+	load := sync.OnceValues(func() ([]*Rule, error) { return LoadFS(builtinFS, root, true) })
+	return func() ([]*Rule, error) {
+		rs, err := load()
+		return slices.Clone(rs), err
+	}
+}
+
+var (
+	builtinRules     = embedded("builtin")
+	checklistRules   = embedded("checklist")
+	measurementRules = embedded("builtin/measurement")
+)
+
 // Builtin loads the rules shipped with llmdoctor.
-func Builtin() ([]*Rule, error) { return LoadFS(builtinFS, "builtin", true) }
+func Builtin() ([]*Rule, error) { return builtinRules() }
 
 // ChecklistItems loads the pre-launch checklist: rules whose firing means the
 // item fails.
 func ChecklistItems() (*Set, error) {
-	rs, err := LoadFS(builtinFS, "checklist", true)
+	rs, err := checklistRules()
 	if err != nil {
 		return nil, err
 	}
 	// The measurement rules (benchmark hygiene) are checklist items too.
-	hygiene, err := LoadFS(builtinFS, "builtin/measurement", true)
+	hygiene, err := measurementRules()
 	if err != nil {
 		return nil, err
 	}
