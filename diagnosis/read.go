@@ -322,3 +322,9 @@ func (p progressWriter) Write(b []byte) (int, error) {
 	p.notify(Progress{Stage: p.stage, Message: msg, Done: msg == ""})
 	return len(b), nil
 }
+
+// Measured is a request-level source a caller measured itself (a probe's
+// requests), read as a file is.
+func Measured(from string, acc *requests.Accumulator) RequestFile {
+	return RequestFile{From: from, acc: acc}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/units"
+	"github.com/llmdoctor/llmdoctor/probe"
 	"github.com/llmdoctor/llmdoctor/report/chart"
 	"github.com/llmdoctor/llmdoctor/view"
 )
@@ -29,10 +30,14 @@ func (htmlRenderer) Name() string { return "html" }
 func (htmlRenderer) Describe() string {
 	return "one self-contained page with charts, to open offline, attach or link from Slack"
 }
-func (htmlRenderer) Renders(Document) bool { return true }
+func (htmlRenderer) Renders(doc Document) bool { return doc != ProbeDoc }
 func (htmlRenderer) Diagnosis(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	return HTML(w, d, o)
 }
+func (htmlRenderer) Probe(io.Writer, *probe.Result, Options) error {
+	return &UnsupportedError{"html", ProbeDoc}
+}
+
 func (htmlRenderer) Checklist(w io.Writer, c *advisor.Checklist, o Options) error {
 	return ChecklistHTML(w, c, o)
 }

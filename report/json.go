@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/probe"
 )
 
 func init() { Register(jsonRenderer{}) }
@@ -18,10 +19,12 @@ type jsonRenderer struct{}
 
 func (jsonRenderer) Name() string { return "json" }
 func (jsonRenderer) Describe() string {
-	return "the JSON contract scripts rely on (schemas llmdoctor.diagnosis/v1 and llmdoctor.checklist/v1)"
+	return "the JSON contract scripts rely on (schemas llmdoctor.diagnosis/v1, llmdoctor.checklist/v1 and llmdoctor.probe/v1)"
 }
 func (jsonRenderer) Renders(Document) bool                                        { return true }
 func (jsonRenderer) Diagnosis(w io.Writer, d *advisor.Diagnosis, _ Options) error { return JSON(w, d) }
+func (jsonRenderer) Probe(w io.Writer, r *probe.Result, _ Options) error          { return ProbeJSON(w, r) }
+
 func (jsonRenderer) Checklist(w io.Writer, c *advisor.Checklist, _ Options) error {
 	return ChecklistJSON(w, c)
 }

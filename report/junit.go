@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/probe"
 	"github.com/llmdoctor/llmdoctor/view"
 )
 
@@ -23,6 +24,10 @@ func (junitRenderer) Renders(doc Document) bool { return doc == ChecklistDoc }
 func (junitRenderer) Diagnosis(io.Writer, *advisor.Diagnosis, Options) error {
 	return &UnsupportedError{Renderer: "junit", Document: DiagnosisDoc}
 }
+func (junitRenderer) Probe(io.Writer, *probe.Result, Options) error {
+	return &UnsupportedError{"junit", ProbeDoc}
+}
+
 func (junitRenderer) Checklist(w io.Writer, c *advisor.Checklist, _ Options) error {
 	return ChecklistJUnit(w, c)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/probe"
 	"github.com/llmdoctor/llmdoctor/view"
 )
 
@@ -22,6 +23,10 @@ func (markdownRenderer) Renders(doc Document) bool { return doc == ChecklistDoc 
 func (markdownRenderer) Diagnosis(io.Writer, *advisor.Diagnosis, Options) error {
 	return &UnsupportedError{Renderer: "markdown", Document: DiagnosisDoc}
 }
+func (markdownRenderer) Probe(io.Writer, *probe.Result, Options) error {
+	return &UnsupportedError{"markdown", ProbeDoc}
+}
+
 func (markdownRenderer) Checklist(w io.Writer, c *advisor.Checklist, _ Options) error {
 	return ChecklistMarkdown(w, c)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/probe"
 )
 
 // Document is what a renderer is asked to write.
@@ -18,6 +19,8 @@ const (
 	DiagnosisDoc Document = iota + 1
 	// ChecklistDoc is an advisor.Checklist (checklist).
 	ChecklistDoc
+	// ProbeDoc is a probe.Result (probe).
+	ProbeDoc
 )
 
 func (d Document) String() string {
@@ -26,6 +29,8 @@ func (d Document) String() string {
 		return "diagnosis"
 	case ChecklistDoc:
 		return "checklist"
+	case ProbeDoc:
+		return "probe"
 	}
 	return fmt.Sprintf("document %d", int(d))
 }
@@ -63,6 +68,7 @@ type Renderer interface {
 	Renders(doc Document) bool
 	Diagnosis(w io.Writer, d *advisor.Diagnosis, o Options) error
 	Checklist(w io.Writer, c *advisor.Checklist, o Options) error
+	Probe(w io.Writer, r *probe.Result, o Options) error
 }
 
 // UnsupportedError is a renderer asked for a document it does not write.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/internal/units"
+	"github.com/llmdoctor/llmdoctor/probe"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 	"github.com/llmdoctor/llmdoctor/view"
 )
@@ -32,6 +33,10 @@ func (slackRenderer) Renders(Document) bool { return true }
 func (slackRenderer) Diagnosis(w io.Writer, d *advisor.Diagnosis, _ Options) error {
 	return writeSlack(w, SlackDiagnosis(d, SlackOptions{}))
 }
+func (slackRenderer) Probe(w io.Writer, r *probe.Result, _ Options) error {
+	return writeSlack(w, SlackProbe(r, SlackOptions{}))
+}
+
 func (slackRenderer) Checklist(w io.Writer, c *advisor.Checklist, _ Options) error {
 	return writeSlack(w, SlackChecklist(c, SlackOptions{}))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/evidence"
 	"github.com/llmdoctor/llmdoctor/internal/units"
 	"github.com/llmdoctor/llmdoctor/internal/wrap"
+	"github.com/llmdoctor/llmdoctor/probe"
 	"github.com/llmdoctor/llmdoctor/view"
 )
 
@@ -34,6 +35,8 @@ func (textRenderer) Renders(Document) bool { return true }
 func (textRenderer) Diagnosis(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	return Text(w, d, o)
 }
+func (textRenderer) Probe(w io.Writer, r *probe.Result, o Options) error { return ProbeText(w, r, o) }
+
 func (textRenderer) Checklist(w io.Writer, c *advisor.Checklist, o Options) error {
 	return ChecklistText(w, c, o)
 }

@@ -113,7 +113,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%w (see %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newCompare(), newWhatif(), newSim(), newRulesCmd(), newServe(), newExplain(), newConfig(), newDocs())
+	root.AddCommand(newDemo(), newDiagnose(), newChecklist(), newCompare(), newWhatif(), newSim(), newRulesCmd(), newServe(), newProbe(), newExplain(), newConfig(), newDocs())
 	addCompletions(root)
 	return root
 }

@@ -34,9 +34,12 @@ func (o *outputFlags) add(f *pflag.FlagSet, doc report.Document) {
 	o.color = "auto"
 	f.Var(choice{&o.color, []string{"auto", "always", "never"}}, "color", "colour: auto, always or never (NO_COLOR is honoured)")
 	f.Var(&o.width, "width", fmt.Sprintf("columns of the text report: %d or more, wider taken as %d (default the terminal's width, else 80)", minWidth, maxWidth))
-	if doc == report.DiagnosisDoc {
+	switch doc {
+	case report.DiagnosisDoc:
 		f.BoolVarP(&o.details, "details", "v", false, "the whole text report: every finding with its evidence, sources and docs, every check that could not run, the curves (a text --output file always has it)")
-	} else {
+	case report.ProbeDoc:
+		f.BoolVarP(&o.details, "details", "v", false, "the whole text report: the diagnosis's every finding with its evidence and sources (a text --output file always has it)")
+	default:
 		f.BoolVarP(&o.details, "details", "v", false, "the whole text checklist: every item with its message, and what each unchecked one needs (a text --output file always has it)")
 	}
 	o.slack.add(f)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/internal/redact"
+	"github.com/llmdoctor/llmdoctor/probe"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/slackkit"
 )
@@ -228,4 +229,12 @@ func (s *slackFlags) explain(err error) string {
 	sec := &redact.Secrets{}
 	s.dest.AddSecrets(sec)
 	return sec.String(msg)
+}
+
+// postProbe posts a probe for --output slack; nothing without it.
+func (o *outputFlags) postProbe(ctx context.Context, stderr io.Writer, r *probe.Result) error {
+	if !o.slack.post {
+		return nil
+	}
+	return o.slack.send(ctx, stderr, report.SlackProbe(r, o.slack.options()))
 }

@@ -686,3 +686,19 @@ func csvRecord(cols map[string]int, row []string) (Record, error) {
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// Collect reads requests a program measured itself (a probe's) as a file's
+// rows are read: each validated, the unsound left out and named in notes.
+// Times are seconds.
+func Collect(recs []Record, run Run, from string) (*Accumulator, []string, error) {
+	a := NewAccumulator()
+	a.Run = run
+	for i, r := range recs {
+		a.take(r, i+1)
+	}
+	notes, err := a.finish(from, "requests")
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, notes, nil
+}

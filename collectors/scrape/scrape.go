@@ -35,6 +35,10 @@ type Scraper struct {
 	Scrapes int
 	// Sequential scrapes the URLs one after another, in order, at each tick.
 	Sequential bool
+	// Until, when closed, ends the scrape after one last scrape at once: a
+	// caller that knows when its window ends (a probe's step) reads it to
+	// the end instead of to the last tick.
+	Until <-chan struct{}
 	// Dead, after Run, holds why each URL that failed its first scrape was
 	// left out (index-aligned with URLs; nil where it answered).
 	Dead []error
@@ -193,15 +197,17 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 	if err := tick(true); err != nil {
 		return nil, err
 	}
-	interrupted := false
+	interrupted, last := false, false
 	start := now()
 	n := 1
 	ticker := time.NewTicker(s.Interval)
 	defer ticker.Stop()
-	for (s.Scrapes > 0 && n <= s.Scrapes) || (s.Scrapes <= 0 && now().Sub(start) < s.Duration) {
+	for !last && ((s.Scrapes > 0 && n <= s.Scrapes) || (s.Scrapes <= 0 && now().Sub(start) < s.Duration)) {
 		select {
 		case <-ctx.Done():
 			interrupted = true
+		case <-s.Until:
+			last = true
 		case <-ticker.C:
 		}
 		if interrupted {

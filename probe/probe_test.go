@@ -1,0 +1,162 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// quick are options that keep a probe of the test server short.
+func quick(target string) Options {
+	return Options{Target: target, Lengths: []int{64, 256, 512}, Repeats: 2, Warmup: 2, SweepOutput: 4,
+		PromptTokens: 64, OutputTokens: 8, StepRequests: 8, StepTime: 10 * time.Second, Seed: 1, NoMetrics: true,
+		Limits: Limits{Requests: 200, Rate: 1000, Concurrency: 8, Duration: time.Minute, OutputTokens: 64,
+			PromptTokens: 4096, ErrorRate: 0.05, RequestTimeout: 10 * time.Second}}
+}
+
+func TestProbeMeasuresWhatTheServerDoes(t *testing.T) {
+	s := &stream{base: 5 * time.Millisecond, perToken: 40 * time.Microsecond, gap: 4 * time.Millisecond,
+		slots: make(chan struct{}, 2)}
+	srv := newStream(t, s)
+	o := quick(srv.URL)
+	o.SLO = SLO{TTFTP99: 60 * time.Millisecond}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Model != "fake-model" || res.Stopped != "" {
+		t.Fatalf("model %q stopped %q", res.Model, res.Stopped)
+	}
+	if int64(res.Sent) != s.requests.Load() {
+		t.Errorf("the probe counted %d requests, the server %d", res.Sent, s.requests.Load())
+	}
+	f := res.Sweep.Fit
+	if f == nil {
+		t.Fatalf("no fit: %s", res.Sweep.FitNote)
+	}
+	if got, want := f.PerKToken, 0.040; math.Abs(got-want) > 0.1*want {
+		t.Errorf("prefill per 1k tokens %.4fs, configured %.4fs", got, want)
+	}
+	if res.ITL == nil || math.Abs(res.ITL.Mean-0.004) > 0.0008 {
+		t.Errorf("inter-token latency alone %+v, configured 4ms", res.ITL)
+	}
+	// Two slots, a request takes about 36 ms: at concurrency 4 a request
+	// waits for one (TTFT about 44 ms), at 6 for two (about 80 ms, past
+	// the 60 ms target); the ladder 1, 2, 4, 8 then refines to 6 and 5.
+	c := res.Capacity
+	if c == nil || c.Load != 4 || c.Broke < 0 || res.Steps[c.Broke].Load != 5 || c.AtLeast {
+		t.Fatalf("capacity %+v; steps %+v", c, loads(res))
+	}
+	if res.Diagnosis == nil && res.Steps[res.DiagnosedStep].Verdict == "" {
+		t.Errorf("no diagnosis of the step that broke the SLO")
+	}
+}
+
+func loads(res *Result) []string {
+	var out []string
+	for _, s := range res.Steps {
+		out = append(out, strings.Join(append([]string{time.Duration(s.TTFT.P99 * 1e9).String()}, s.Misses...), " "))
+	}
+	return out
+}
+
+func TestRequestLimitIsNeverExceeded(t *testing.T) {
+	for _, limit := range []int{1, 5, 17, 40} {
+		s := &stream{base: time.Millisecond, gap: 200 * time.Microsecond}
+		srv := newStream(t, s)
+		o := quick(srv.URL)
+		o.Limits.Requests = limit
+		o.Concurrency = []int{1, 4, 8}
+		res, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.requests.Load(); got > int64(limit) || int64(res.Sent) != got {
+			t.Errorf("limit %d: the server saw %d requests, the probe counted %d", limit, got, res.Sent)
+		}
+		if res.Stopped != StopRequests {
+			t.Errorf("limit %d: stopped %q", limit, res.Stopped)
+		}
+	}
+}
+
+func TestInterruptReportsWhatWasMeasured(t *testing.T) {
+	s := &stream{base: time.Millisecond, gap: 2 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ladder int64
+	s.onRequest = func(n int64) {
+		// Warm-up 2 + sweep 6, then the ladder: stop in its third step.
+		if n == 8+8+8+4 {
+			ladder = n
+			cancel()
+		}
+	}
+	srv := newStream(t, s)
+	o := quick(srv.URL)
+	begin := time.Now()
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ladder == 0 || res.Stopped != StopInterrupted {
+		t.Fatalf("stopped %q after %d requests", res.Stopped, s.requests.Load())
+	}
+	if time.Since(begin) > 5*time.Second {
+		t.Errorf("took %s to stop", time.Since(begin))
+	}
+	if res.Sweep.Fit == nil || len(res.Steps) < 2 || res.Steps[0].Completed == 0 {
+		t.Errorf("what was measured before the stop is missing: fit %v, %d steps", res.Sweep.Fit, len(res.Steps))
+	}
+	if got := s.requests.Load(); got > ladder+int64(o.Limits.Concurrency) {
+		t.Errorf("%d requests sent after the interrupt", got-ladder)
+	}
+}
+
+func TestAPIKeyIsSentAndNeverShown(t *testing.T) {
+	const key = "sk-probe-SECRET-7731"
+	s := &stream{base: time.Millisecond, gap: time.Millisecond, key: key}
+	srv := newStream(t, s)
+	o := quick(srv.URL)
+	o.APIKey = key
+	o.Limits.Requests = 20
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed > 0 {
+		t.Fatalf("%d requests failed: the key was not sent", res.Failed)
+	}
+	b, _ := json.Marshal(res)
+	if strings.Contains(string(b), key) || strings.Contains(string(b), "SECRET") {
+		t.Error("the result holds the API key")
+	}
+	o.APIKey = "sk-wrong-SECRET-0000"
+	_, err = Run(context.Background(), o)
+	if err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("a refused key: %v", err)
+	}
+}
+
+func TestRefusalsBackOffAndCount(t *testing.T) {
+	s := &stream{base: time.Millisecond, gap: time.Millisecond, status: func(n int64) int {
+		if n > 4 && n%3 == 0 {
+			return http.StatusTooManyRequests
+		}
+		return http.StatusOK
+	}}
+	srv := newStream(t, s)
+	o := quick(srv.URL)
+	o.Concurrency = []int{1}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Refused == 0 || res.Refused != res.Failed {
+		t.Errorf("refused %d, failed %d", res.Refused, res.Failed)
+	}
+}

@@ -1,0 +1,592 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/llmdoctor/llmdoctor/collectors/requests"
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/rules"
+)
+
+// Why a probe ended before its plan.
+const (
+	StopInterrupted = "interrupted"
+	StopDuration    = "duration limit reached"
+	StopRequests    = "request limit reached"
+	StopErrors      = "error rate above the limit"
+	StopFirst       = "the first request failed"
+)
+
+// Run probes the target: a warm-up, the prompt-length sweep, then the
+// load ladder, each within the limits. It returns what was measured even
+// when it stops early (ctx cancelled, a limit reached; Result.Stopped says
+// why); an error only when nothing could be measured: bad options, a
+// target that does not answer /v1/models, a model it does not serve.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o.Defaults()
+	plan, err := MakePlan(o)
+	if err != nil {
+		return nil, err
+	}
+	set, cfg := o.Rules, o.Config
+	if set == nil {
+		if set, err = rules.Load(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg == nil {
+		cfg = &rules.Config{}
+	}
+	// The rules judge healthy against the probe's SLO, so that a step and
+	// its diagnosis agree on what meeting it means.
+	c2 := *cfg
+	c2.SLO.TTFTP99, c2.SLO.TPOT, c2.SLO.E2EP99, c2.SLOFrom = o.SLO.TTFTP99, o.SLO.TPOTP50, o.SLO.E2EP99, "the probe's SLO"
+	if c2.SLO.TPOT == 0 && o.SLO.ITLP99 == 0 {
+		c2.SLO.TPOT = cfg.SLO.TPOT
+	}
+	cfg = &c2
+	httpc := o.Client
+	if httpc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = o.Limits.Concurrency + 4
+		httpc = &http.Client{Timeout: o.Limits.RequestTimeout, Transport: tr}
+		defer tr.CloseIdleConnections()
+	}
+	c := &Client{Base: plan.Target, Chat: o.Chat, Model: o.Model, APIKey: o.APIKey, Header: o.Header, HTTP: httpc}
+	r := &runner{o: o, plan: plan, c: c, set: set, cfg: cfg,
+		res: &Result{Schema: Schema, Target: plan.Target, API: plan.API, Plan: plan, DiagnosedStep: -1}}
+	r.left.Store(int64(o.Limits.Requests))
+	// A burst of one slot per concurrent request: a step's start is not
+	// held back, its sustained rate is.
+	r.limiter = rate.NewLimiter(rate.Limit(o.Limits.Rate), max(1, min(o.Limits.Concurrency, int(o.Limits.Rate))))
+	seed := o.Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	r.prompts = newPrompts(seed, o.Prefix)
+	r.rng = rand.New(rand.NewSource(seed + 1))
+
+	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	models, err := c.Models(mctx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if c.Model == "" {
+		c.Model = models[0].ID
+		if len(models) > 1 {
+			r.note("the server lists %d models; probing the first, %s (--model picks another)", len(models), c.Model)
+		}
+	} else if !servesModel(models, c.Model) {
+		return nil, fmt.Errorf("the server does not list model %q (it lists %s)", c.Model, modelIDs(models))
+	}
+	r.res.Model = c.Model
+	for _, m := range models {
+		if m.ID == c.Model && m.MaxModelLen > 0 {
+			r.maxLen = m.MaxModelLen
+		}
+	}
+
+	ctx, stop := context.WithTimeout(ctx, o.Limits.Duration)
+	defer stop()
+	r.start = time.Now()
+	r.res.Started = r.start
+	r.findMetrics(ctx)
+	r.run(ctx)
+	r.res.Seconds = time.Since(r.start).Seconds()
+	r.finish()
+	return r.res, nil
+}
+
+type runner struct {
+	o       Options
+	plan    Plan
+	c       *Client
+	set     *rules.Set
+	cfg     *rules.Config
+	res     *Result
+	start   time.Time
+	maxLen  int
+	left    atomic.Int64
+	limiter *rate.Limiter
+
+	mu      sync.Mutex // guards what follows, and res's counters
+	prompts *prompts
+	rng     *rand.Rand
+	backoff time.Duration
+	resume  time.Time
+	stopped string
+	waited  int // requests the rate limit held back in the current step
+
+	metrics, gpus []string
+	scrapeClient  *http.Client
+	diagnoses     []stepDiagnosis
+}
+
+func (r *runner) note(format string, args ...any) {
+	r.res.Notes = append(r.res.Notes, fmt.Sprintf(format, args...))
+}
+
+func (r *runner) progress(format string, args ...any) {
+	if r.o.Progress != nil {
+		r.o.Progress(fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *runner) stop(why string) {
+	r.mu.Lock()
+	if r.stopped == "" {
+		r.stopped = why
+	}
+	r.mu.Unlock()
+}
+
+func (r *runner) isStopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped != ""
+}
+
+// send sends one request of about tokens prompt tokens within the limits.
+// It reports false, sending nothing, when a limit or ctx stops it.
+func (r *runner) send(ctx context.Context, tokens, output int) (Sample, bool) {
+	if r.isStopped() {
+		return Sample{}, false
+	}
+	if rv := r.limiter.Reserve(); rv.OK() {
+		if d := rv.Delay(); d > 0 {
+			if d > 10*time.Millisecond {
+				r.mu.Lock()
+				r.waited++
+				r.mu.Unlock()
+			}
+			if !sleep(ctx, d) {
+				rv.Cancel()
+				return Sample{}, false
+			}
+		}
+	}
+	r.mu.Lock()
+	wait := time.Until(r.resume)
+	r.mu.Unlock()
+	if wait > 0 && !sleep(ctx, wait) {
+		return Sample{}, false
+	}
+	if ctx.Err() != nil {
+		return Sample{}, false
+	}
+	// The request limit: taken before the request goes, never given back.
+	if r.left.Add(-1) < 0 {
+		r.stop(StopRequests)
+		return Sample{}, false
+	}
+	if r.maxLen > 0 {
+		tokens = min(tokens, r.maxLen-output-8)
+	}
+	r.mu.Lock()
+	prompt, _ := r.prompts.make(tokens)
+	r.res.Sent++
+	r.mu.Unlock()
+	s := r.c.Complete(ctx, r.start, prompt, output)
+	s.Asked = tokens
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case s.Refused:
+		r.res.Refused++
+		r.res.Failed++
+		r.backoff = min(8*time.Second, max(250*time.Millisecond, 2*r.backoff))
+		r.resume = time.Now().Add(r.backoff)
+	case !s.OK():
+		r.res.Failed++
+	default:
+		r.backoff = 0
+	}
+	return s, true
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (r *runner) run(ctx context.Context) {
+	if !r.warmup(ctx) {
+		return
+	}
+	r.sweep(ctx)
+	r.ladder(ctx)
+}
+
+// warmup sends short and long prompts, discarded from the figures, and
+// learns how the server counts the probe's words.
+func (r *runner) warmup(ctx context.Context) bool {
+	r.progress("warm-up: %d requests", r.o.Warmup)
+	var pairs [][2]float64
+	lengths := []int{64, 512}
+	for i := 0; i < r.o.Warmup; i++ {
+		n := min(lengths[i%2], r.o.Limits.PromptTokens)
+		r.mu.Lock()
+		words := r.prompts.words(n)
+		r.mu.Unlock()
+		s, ok := r.send(ctx, n, min(8, r.o.Limits.OutputTokens))
+		if !ok {
+			return r.interrupted(ctx)
+		}
+		if !s.OK() {
+			if i == 0 && !s.Refused && !s.Cut {
+				r.stop(StopFirst)
+				r.note("the first request failed: %s", s.Error)
+				return false
+			}
+			continue
+		}
+		if s.Usage && s.Prompt > 0 {
+			// The words the prompt held: the planned count, at least the head's.
+			pairs = append(pairs, [2]float64{float64(max(words, 7)), float64(s.Prompt)})
+		}
+	}
+	r.res.Tokens.Usage = len(pairs) > 0
+	if !r.res.Tokens.Usage {
+		r.note("the server reported no token counts (usage): prompt lengths are the planned ones, by words")
+	}
+	r.mu.Lock()
+	r.prompts.calibrate(pairs)
+	r.res.Tokens.Fixed, r.res.Tokens.PerWord = r.prompts.Fixed, r.prompts.PerWord
+	r.mu.Unlock()
+	return ctx.Err() == nil
+}
+
+func (r *runner) interrupted(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		r.stopForContext(ctx)
+	}
+	return false
+}
+
+func (r *runner) stopForContext(ctx context.Context) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		r.stop(StopDuration)
+	} else {
+		r.stop(StopInterrupted)
+	}
+}
+
+// sweep sends each length Repeats times at concurrency 1, the lengths
+// interleaved so that drift does not tilt the fit.
+func (r *runner) sweep(ctx context.Context) {
+	r.progress("prompt-length sweep: %d lengths × %d at concurrency 1", len(r.plan.Lengths), r.o.Repeats)
+	for k := 0; k < r.o.Repeats; k++ {
+		for _, n := range r.plan.Lengths {
+			s, ok := r.send(ctx, n, r.o.SweepOutput)
+			if !ok {
+				r.interrupted(ctx)
+				r.fitSweep()
+				return
+			}
+			if !s.Cut {
+				r.res.Sweep.Samples = append(r.res.Sweep.Samples, s)
+			}
+		}
+	}
+	r.fitSweep()
+}
+
+func (r *runner) fitSweep() {
+	var pts [][2]float64
+	for _, s := range r.res.Sweep.Samples {
+		if !s.OK() {
+			continue
+		}
+		x := float64(s.Prompt)
+		if !s.Usage || s.Prompt <= 0 {
+			x = float64(s.Asked)
+		}
+		pts = append(pts, [2]float64{x, s.TTFT})
+	}
+	f, err := fitTTFT(pts)
+	if err != nil {
+		r.res.Sweep.FitNote = err.Error()
+		return
+	}
+	r.res.Sweep.Fit = f
+}
+
+// ladder raises the load until the SLO breaks, a limit is reached or the
+// plan ends, then refines between the last load that met the SLO and the
+// first that did not.
+func (r *runner) ladder(ctx context.Context) {
+	var broke bool
+	for i, load := range r.plan.Loads {
+		if r.isStopped() || ctx.Err() != nil {
+			break
+		}
+		st := r.step(ctx, load, r.plan.StepRequests[i], false)
+		if st == nil {
+			break
+		}
+		if !st.MeetsSLO {
+			broke = true
+			break
+		}
+	}
+	if broke && r.plan.Refine && !r.plan.OpenLoop {
+		r.refine(ctx)
+	}
+	if ctx.Err() != nil {
+		r.stopForContext(ctx)
+	}
+}
+
+// refine bisects the concurrency between the highest load that met the
+// SLO and the lowest above it that did not, down to a step of an eighth
+// of the lower load (at least 1), at most three steps.
+func (r *runner) refine(ctx context.Context) {
+	for range 3 {
+		lo, hi := 0.0, math.Inf(1)
+		for _, s := range r.res.Steps {
+			if s.MeetsSLO && s.Load > lo {
+				lo = s.Load
+			}
+		}
+		for _, s := range r.res.Steps {
+			if !s.MeetsSLO && s.Completed > 0 && s.Load > lo && s.Load < hi {
+				hi = s.Load
+			}
+		}
+		if lo == 0 || math.IsInf(hi, 1) || hi-lo <= math.Max(1, lo/8) {
+			return
+		}
+		mid := math.Round((lo + hi) / 2)
+		if mid <= lo || mid >= hi || r.isStopped() || ctx.Err() != nil {
+			return
+		}
+		if r.step(ctx, mid, stepRequests(r.o.StepRequests, mid, false, r.o.StepTime), true) == nil {
+			return
+		}
+	}
+}
+
+// step runs one load: closed loop (load requests in flight, each replaced
+// when it ends) or open loop (Poisson arrivals at load per second), until
+// its requests are done or StepTime passes; the engine's metrics are
+// scraped meanwhile.
+func (r *runner) step(ctx context.Context, load float64, n int, refined bool) *Step {
+	st := Step{Load: load, OpenLoop: r.plan.OpenLoop, Refined: refined, Start: time.Since(r.start).Seconds()}
+	kind := "concurrency"
+	if st.OpenLoop {
+		kind = "rate"
+	}
+	r.progress("load ladder: %s %g, %d requests", kind, load, n)
+	sctx, cancel := context.WithTimeout(ctx, r.o.StepTime)
+	defer cancel()
+	r.mu.Lock()
+	r.waited = 0
+	r.mu.Unlock()
+	scraped := r.scrapeDuring(sctx)
+	t0 := time.Now()
+	var (
+		mu      sync.Mutex
+		samples []Sample
+		wg      sync.WaitGroup
+	)
+	record := func(s Sample) {
+		mu.Lock()
+		samples = append(samples, s)
+		mu.Unlock()
+	}
+	held := 0
+	if st.OpenLoop {
+		slots := make(chan struct{}, r.o.Limits.Concurrency)
+		next := time.Now()
+		for i := 0; i < n; i++ {
+			r.mu.Lock()
+			gap := r.rng.ExpFloat64() / load
+			r.mu.Unlock()
+			next = next.Add(time.Duration(gap * float64(time.Second)))
+			if !sleep(sctx, time.Until(next)) {
+				break
+			}
+			select {
+			case slots <- struct{}{}:
+			default:
+				held++
+				select {
+				case slots <- struct{}{}:
+				case <-sctx.Done():
+				}
+			}
+			if sctx.Err() != nil {
+				break
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				if s, ok := r.send(sctx, r.ladderTokens(), r.o.OutputTokens); ok {
+					record(s)
+				}
+			}()
+		}
+	} else {
+		var started atomic.Int64
+		for range int(load) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for started.Add(1) <= int64(n) {
+					s, ok := r.send(sctx, r.ladderTokens(), r.o.OutputTokens)
+					if !ok {
+						return
+					}
+					record(s)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	w := scraped()
+	if ctx.Err() != nil && len(samples) == 0 {
+		return nil
+	}
+	st.Seconds = elapsed.Seconds()
+	st.samples = samples
+	r.mu.Lock()
+	waited := r.waited
+	r.mu.Unlock()
+	st.ClientLimited = float64(waited) > 0.1*float64(max(1, len(samples))) || float64(held) > 0.1*float64(max(1, len(samples)))
+	if sctx.Err() != nil && ctx.Err() == nil && len(samples) < n {
+		r.note("%s %g: the step's time (%s) ran out after %d of %d requests", kind, load, r.o.StepTime, len(samples), n)
+	}
+	r.summariseStep(&st, w)
+	r.res.Steps = append(r.res.Steps, st)
+	if st.TooManyErrors {
+		r.stop(StopErrors)
+	}
+	if ctx.Err() != nil {
+		r.stopForContext(ctx)
+	}
+	return &r.res.Steps[len(r.res.Steps)-1]
+}
+
+// ladderTokens draws a ladder prompt's length, uniform over the plan's range.
+func (r *runner) ladderTokens() int {
+	lo, hi := r.plan.PromptTokens[0], r.plan.PromptTokens[1]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return lo + r.rng.Intn(hi-lo+1)
+}
+
+func (r *runner) summariseStep(st *Step, w *window.Window) {
+	var ttft, itl, tpot, e2e []float64
+	var outTokens float64
+	good := 0
+	last := 0.0
+	for _, s := range st.samples {
+		st.Sent++
+		if s.Refused {
+			st.Refused++
+		}
+		if !s.OK() {
+			if !s.Cut {
+				st.Failed++
+			}
+			continue
+		}
+		st.Completed++
+		ttft = append(ttft, s.TTFT)
+		e2e = append(e2e, s.E2E)
+		itl = append(itl, s.ITLs...)
+		if s.Output >= 2 {
+			tpot = append(tpot, s.TPOT())
+		}
+		outTokens += float64(s.Output)
+		if meetsPerRequest(s, r.o.SLO) {
+			good++
+		}
+		last = math.Max(last, s.Start+s.E2E)
+	}
+	span := last - st.Start
+	if span <= 0 {
+		span = st.Seconds
+	}
+	st.TTFT, st.ITL, st.TPOT, st.E2E = summarise(ttft), summarise(itl), summarise(tpot), summarise(e2e)
+	if span > 0 && st.Completed > 0 {
+		st.Throughput = float64(st.Completed) / span
+		// A closed loop keeps Load requests in flight: by Little's law its
+		// steady rate is Load ÷ mean end-to-end, which the step's ramp and
+		// its last, thinning wave do not bias.
+		if !st.OpenLoop && st.E2E.Mean > 0 && !st.ClientLimited {
+			st.Throughput = math.Min(st.Load, float64(st.Completed)) / st.E2E.Mean
+		}
+		k := st.Throughput / float64(st.Completed)
+		st.OutputTokens = outTokens * k
+		st.Goodput = float64(good) * k
+	}
+	if done := st.Completed + st.Failed; done > 0 && float64(st.Failed)/float64(done) > r.o.Limits.ErrorRate {
+		st.TooManyErrors = true
+	}
+	judge(st, r.o.SLO)
+	r.diagnoseStep(st, w)
+}
+
+func servesModel(ms []Model, id string) bool {
+	for _, m := range ms {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func modelIDs(ms []Model) string {
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+	}
+	sort.Strings(ids)
+	if len(ids) > 5 {
+		ids = append(ids[:5], "…")
+	}
+	return fmt.Sprint(ids)
+}
+
+// records turns samples into request records for the pipeline.
+func records(ss []Sample) []requests.Record {
+	var out []requests.Record
+	yes := true
+	for _, s := range ss {
+		if s.Cut {
+			continue
+		}
+		rec := requests.Record{ID: "", Start: s.Start, Prompt: float64(s.Prompt), Output: float64(s.Output),
+			TTFT: s.TTFT, E2E: s.E2E, ITLs: s.ITLs, Streaming: &yes, Error: s.Error,
+			Queue: math.NaN(), Prefill: math.NaN(), Decode: math.NaN(), ServerTTFT: math.NaN(), MaxTokens: math.NaN()}
+		if !s.Usage {
+			rec.Prompt = float64(s.Asked)
+		}
+		if !s.OK() {
+			rec.TTFT, rec.E2E = math.NaN(), math.NaN()
+		}
+		out = append(out, rec)
+	}
+	return out
+}
