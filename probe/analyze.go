@@ -289,3 +289,127 @@ func fmtSeconds(s float64) string {
 	}
 	return fmt.Sprintf("%.1fms", s*1000)
 }
+
+// summariseStep computes a step's figures from its requests and judges
+// them against the SLO.
+func summariseStep(st *Step, slo SLO, errorRate float64) {
+	var ttft, itl, tpot, e2e []float64
+	var outTokens float64
+	good := 0
+	last := 0.0
+	st.Sent, st.Refused, st.Failed, st.Completed = 0, 0, 0, 0
+	for _, s := range st.Requests {
+		st.Sent++
+		if s.Refused {
+			st.Refused++
+		}
+		if !s.OK() {
+			if !s.Cut {
+				st.Failed++
+			}
+			continue
+		}
+		st.Completed++
+		ttft = append(ttft, s.TTFT)
+		e2e = append(e2e, s.E2E)
+		itl = append(itl, s.ITLs...)
+		if s.Output >= 2 {
+			tpot = append(tpot, s.TPOT())
+		}
+		outTokens += float64(s.Output)
+		if meetsPerRequest(s, slo) {
+			good++
+		}
+		last = math.Max(last, s.Start+s.E2E)
+	}
+	st.TTFT, st.ITL, st.TPOT, st.E2E = summarise(ttft), summarise(itl), summarise(tpot), summarise(e2e)
+	st.Throughput, st.OutputTokens, st.Goodput = 0, 0, 0
+	span := last - st.Start
+	if span <= 0 {
+		span = st.Seconds
+	}
+	if span > 0 && st.Completed > 0 {
+		st.Throughput = float64(st.Completed) / span
+		// A closed loop keeps Load requests in flight: by Little's law its
+		// steady rate is Load ÷ mean end-to-end, which the step's ramp and
+		// its last, thinning wave do not bias.
+		if !st.OpenLoop && st.E2E.Mean > 0 && !st.ClientLimited {
+			st.Throughput = math.Min(st.Load, float64(st.Completed)) / st.E2E.Mean
+		}
+		k := st.Throughput / float64(st.Completed)
+		st.OutputTokens = outTokens * k
+		st.Goodput = float64(good) * k
+	}
+	st.TooManyErrors = false
+	if done := st.Completed + st.Failed; done > 0 && float64(st.Failed)/float64(done) > errorRate {
+		st.TooManyErrors = true
+	}
+	judge(st, slo)
+}
+
+// sweepPoints are the sweep's completed requests as (prompt tokens, TTFT):
+// the server's count when it gave one, else the planned length.
+func sweepPoints(ss []Sample) [][2]float64 {
+	var pts [][2]float64
+	for _, s := range ss {
+		if !s.OK() {
+			continue
+		}
+		x := float64(s.Prompt)
+		if !s.Usage || s.Prompt <= 0 {
+			x = float64(s.Asked)
+		}
+		pts = append(pts, [2]float64{x, s.TTFT})
+	}
+	return pts
+}
+
+// derive computes what the whole probe shows from its sweep and steps: the
+// fit, the decode floor, the knee and the capacity.
+func derive(res *Result) {
+	res.Sweep.Fit, res.Sweep.FitNote = nil, ""
+	if f, err := fitTTFT(sweepPoints(res.Sweep.Samples)); err != nil {
+		res.Sweep.FitNote = err.Error()
+	} else {
+		res.Sweep.Fit = f
+	}
+	var gaps []float64
+	for _, s := range res.Sweep.Samples {
+		if s.OK() {
+			gaps = append(gaps, s.ITLs...)
+		}
+	}
+	for _, st := range res.Steps {
+		if !st.OpenLoop && st.Load == 1 {
+			for _, s := range st.Requests {
+				if s.OK() {
+					gaps = append(gaps, s.ITLs...)
+				}
+			}
+		}
+	}
+	res.ITL = nil
+	if len(gaps) > 0 {
+		p := summarise(gaps)
+		res.ITL = &p
+	}
+	res.Knee = findKnee(res.Steps)
+	res.Capacity = findCapacity(res.Steps)
+}
+
+// Reanalyze recomputes a result's figures from the requests it kept
+// (Options.KeepRequests), against slo: the same computation the probe
+// made, so a recorded probe can be judged again without its server. The
+// steps' diagnoses are not redone (they need the engine's metrics).
+func Reanalyze(res *Result, slo SLO) error {
+	for i := range res.Steps {
+		st := &res.Steps[i]
+		if len(st.Requests) == 0 && st.Sent > 0 {
+			return fmt.Errorf("step %d kept no requests: record the probe with its requests kept", i)
+		}
+		summariseStep(st, slo, res.Plan.Limits.ErrorRate)
+	}
+	res.Plan.SLO = slo
+	derive(res)
+	return nil
+}

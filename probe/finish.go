@@ -1,37 +1,12 @@
 package probe
 
-import (
-	"math"
-)
-
-var inf = math.Inf(1)
 
 // finish derives what the whole probe shows: the decode floor, the knee,
 // the capacity and the diagnosis of the load that decides it.
 func (r *runner) finish() {
 	res := r.res
 	res.Stopped = r.stopped
-	var gaps []float64
-	for _, s := range res.Sweep.Samples {
-		if s.OK() {
-			gaps = append(gaps, s.ITLs...)
-		}
-	}
-	for _, st := range res.Steps {
-		if !st.OpenLoop && st.Load == 1 {
-			for _, s := range st.samples {
-				if s.OK() {
-					gaps = append(gaps, s.ITLs...)
-				}
-			}
-		}
-	}
-	if len(gaps) > 0 {
-		p := summarise(gaps)
-		res.ITL = &p
-	}
-	res.Knee = findKnee(res.Steps)
-	res.Capacity = findCapacity(res.Steps)
+	derive(res)
 	// The diagnosis shown: the lowest load that missed the SLO says what
 	// breaks first; when every load met it, the highest load measured.
 	pick := -1
@@ -57,5 +32,10 @@ func (r *runner) finish() {
 	}
 	if c := res.Capacity; c != nil && res.Steps[c.Step].ClientLimited {
 		r.note("the probe's own rate or concurrency limit held requests back at the capacity's load: the server may take more")
+	}
+	if !r.o.KeepRequests {
+		for i := range res.Steps {
+			res.Steps[i].Requests = nil
+		}
 	}
 }

@@ -102,8 +102,9 @@ func (r *runner) scrapeDuring(ctx context.Context) func() *window.Window {
 }
 
 // diagnoseStep runs the pipeline over a step: the engine's window, when
-// scraped, and the step's requests as the probe measured them.
-func (r *runner) diagnoseStep(st *Step, w *window.Window) {
+// scraped, and the step's requests as the probe measured them. It sets the
+// step's verdict and stages, and returns the diagnosis and its input.
+func (r *runner) diagnoseStep(st *Step, w *window.Window) (*advisor.Diagnosis, *diagnosis.Input) {
 	in := &diagnosis.Input{Window: w}
 	from := fmt.Sprintf("probe: concurrency %g", st.Load)
 	if st.OpenLoop {
@@ -116,7 +117,7 @@ func (r *runner) diagnoseStep(st *Step, w *window.Window) {
 	if !st.OpenLoop {
 		run = requests.Run{RequestRate: math.NaN(), MaxConcurrency: st.Load}
 	}
-	if acc, notes, err := requests.Collect(records(st.samples), run, from); err == nil {
+	if acc, notes, err := requests.Collect(records(st.Requests), run, from); err == nil {
 		in.Requests = append(in.Requests, diagnosis.Measured(from, acc))
 		in.Sources = append(in.Sources, advisor.Source{Kind: diagnosis.KindRequests, Path: from, OK: true, Notes: notes})
 	}
@@ -124,12 +125,12 @@ func (r *runner) diagnoseStep(st *Step, w *window.Window) {
 		in.Sources = append([]advisor.Source{{Kind: diagnosis.KindScrape, URL: r.res.Metrics, OK: true}}, in.Sources...)
 	}
 	if w == nil && len(in.Requests) == 0 {
-		return
+		return nil, nil
 	}
 	d := in.Diagnose(r.set, r.cfg)
 	t := r.pickTarget(d)
 	if t == nil {
-		return
+		return d, in
 	}
 	st.Verdict = t.Primary.Bottleneck
 	if t.Primary.Status != "" && t.Primary.Status != "found" {
@@ -140,12 +141,13 @@ func (r *runner) diagnoseStep(st *Step, w *window.Window) {
 		st.Stages = &Stages{Queue: lm.Queue, Prefill: lm.Prefill, Decode: lm.Decode, TTFT: lm.TTFT, E2E: lm.E2E,
 			TTFTExcludesQueue: lm.TTFTExcludesQueue}
 	}
-	r.diagnoses = append(r.diagnoses, stepDiagnosis{len(r.res.Steps), d})
+	return d, in
 }
 
 type stepDiagnosis struct {
 	step int
 	d    *advisor.Diagnosis
+	in   *diagnosis.Input
 }
 
 // pickTarget is the diagnosis's target for the probed model, else its first.

@@ -69,6 +69,10 @@ type Options struct {
 	Rules  *rules.Set
 	Config *rules.Config
 
+	// KeepRequests keeps every ladder request with its timings in the
+	// result (the sweep's are always kept).
+	KeepRequests bool
+
 	// Seed makes prompts reproducible; zero: from the clock.
 	Seed int64
 	// Client is the HTTP client; nil: one with Limits.RequestTimeout.

@@ -109,8 +109,9 @@ type Step struct {
 	Stages *Stages `json:"stages,omitempty"`
 	// Verdict is the diagnosis of this step alone (bottleneck and status).
 	Verdict string `json:"verdict,omitempty"`
-
-	samples []Sample
+	// Requests are the step's requests, kept when Options.KeepRequests
+	// asks (they make a result that Reanalyze can recompute).
+	Requests []Sample `json:"requests,omitempty"`
 }
 
 // Stages are the engine's own means over a step, seconds.
@@ -123,6 +124,3 @@ type Stages struct {
 	// TTFTExcludesQueue: the engine's TTFT leaves out queue wait.
 	TTFTExcludesQueue bool `json:"ttft_excludes_queue,omitempty"`
 }
-
-// Samples are the step's requests.
-func (s *Step) Samples() []Sample { return s.samples }

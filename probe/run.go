@@ -298,7 +298,6 @@ func (r *runner) sweep(ctx context.Context) {
 			s, ok := r.send(ctx, n, r.o.SweepOutput)
 			if !ok {
 				r.interrupted(ctx)
-				r.fitSweep()
 				return
 			}
 			if !s.Cut {
@@ -306,27 +305,6 @@ func (r *runner) sweep(ctx context.Context) {
 			}
 		}
 	}
-	r.fitSweep()
-}
-
-func (r *runner) fitSweep() {
-	var pts [][2]float64
-	for _, s := range r.res.Sweep.Samples {
-		if !s.OK() {
-			continue
-		}
-		x := float64(s.Prompt)
-		if !s.Usage || s.Prompt <= 0 {
-			x = float64(s.Asked)
-		}
-		pts = append(pts, [2]float64{x, s.TTFT})
-	}
-	f, err := fitTTFT(pts)
-	if err != nil {
-		r.res.Sweep.FitNote = err.Error()
-		return
-	}
-	r.res.Sweep.Fit = f
 }
 
 // ladder raises the load until the SLO breaks, a limit is reached or the
@@ -384,17 +362,39 @@ func (r *runner) refine(ctx context.Context) {
 	}
 }
 
-// step runs one load: closed loop (load requests in flight, each replaced
-// when it ends) or open loop (Poisson arrivals at load per second), until
-// its requests are done or StepTime passes; the engine's metrics are
-// scraped meanwhile.
+// step runs one load of the ladder and keeps it.
 func (r *runner) step(ctx context.Context, load float64, n int, refined bool) *Step {
-	st := Step{Load: load, OpenLoop: r.plan.OpenLoop, Refined: refined, Start: time.Since(r.start).Seconds()}
+	st, w, ok := r.runStep(ctx, load, n, r.plan.OpenLoop)
+	if !ok {
+		return nil
+	}
+	st.Refined = refined
+	r.res.Steps = append(r.res.Steps, st)
+	i := len(r.res.Steps) - 1
+	if d, in := r.diagnoseStep(&r.res.Steps[i], w); d != nil {
+		r.diagnoses = append(r.diagnoses, stepDiagnosis{i, d, in})
+	}
+	if st.TooManyErrors {
+		r.stop(StopErrors)
+	}
+	if ctx.Err() != nil {
+		r.stopForContext(ctx)
+	}
+	return &r.res.Steps[i]
+}
+
+// runStep runs one load: closed loop (load requests in flight, each
+// replaced when it ends) or open loop (Poisson arrivals at load per
+// second), until its n requests are done or StepTime passes; the engine's
+// metrics are scraped meanwhile. It reports false when ctx stopped it
+// before any request completed.
+func (r *runner) runStep(ctx context.Context, load float64, n int, open bool) (Step, *window.Window, bool) {
+	st := Step{Load: load, OpenLoop: open, Start: time.Since(r.start).Seconds()}
 	kind := "concurrency"
 	if st.OpenLoop {
 		kind = "rate"
 	}
-	r.progress("load ladder: %s %g, %d requests", kind, load, n)
+	r.progress("load %s %g: %d requests", kind, load, n)
 	sctx, cancel := context.WithTimeout(ctx, r.o.StepTime)
 	defer cancel()
 	r.mu.Lock()
@@ -465,10 +465,11 @@ func (r *runner) step(ctx context.Context, load float64, n int, refined bool) *S
 	elapsed := time.Since(t0)
 	w := scraped()
 	if ctx.Err() != nil && len(samples) == 0 {
-		return nil
+		return st, nil, false
 	}
 	st.Seconds = elapsed.Seconds()
-	st.samples = samples
+	sort.Slice(samples, func(i, j int) bool { return samples[i].Start < samples[j].Start })
+	st.Requests = samples
 	r.mu.Lock()
 	waited := r.waited
 	r.mu.Unlock()
@@ -476,15 +477,8 @@ func (r *runner) step(ctx context.Context, load float64, n int, refined bool) *S
 	if sctx.Err() != nil && ctx.Err() == nil && len(samples) < n {
 		r.note("%s %g: the step's time (%s) ran out after %d of %d requests", kind, load, r.o.StepTime, len(samples), n)
 	}
-	r.summariseStep(&st, w)
-	r.res.Steps = append(r.res.Steps, st)
-	if st.TooManyErrors {
-		r.stop(StopErrors)
-	}
-	if ctx.Err() != nil {
-		r.stopForContext(ctx)
-	}
-	return &r.res.Steps[len(r.res.Steps)-1]
+	summariseStep(&st, r.o.SLO, r.o.Limits.ErrorRate)
+	return st, w, true
 }
 
 // ladderTokens draws a ladder prompt's length, uniform over the plan's range.
@@ -493,59 +487,6 @@ func (r *runner) ladderTokens() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return lo + r.rng.Intn(hi-lo+1)
-}
-
-func (r *runner) summariseStep(st *Step, w *window.Window) {
-	var ttft, itl, tpot, e2e []float64
-	var outTokens float64
-	good := 0
-	last := 0.0
-	for _, s := range st.samples {
-		st.Sent++
-		if s.Refused {
-			st.Refused++
-		}
-		if !s.OK() {
-			if !s.Cut {
-				st.Failed++
-			}
-			continue
-		}
-		st.Completed++
-		ttft = append(ttft, s.TTFT)
-		e2e = append(e2e, s.E2E)
-		itl = append(itl, s.ITLs...)
-		if s.Output >= 2 {
-			tpot = append(tpot, s.TPOT())
-		}
-		outTokens += float64(s.Output)
-		if meetsPerRequest(s, r.o.SLO) {
-			good++
-		}
-		last = math.Max(last, s.Start+s.E2E)
-	}
-	span := last - st.Start
-	if span <= 0 {
-		span = st.Seconds
-	}
-	st.TTFT, st.ITL, st.TPOT, st.E2E = summarise(ttft), summarise(itl), summarise(tpot), summarise(e2e)
-	if span > 0 && st.Completed > 0 {
-		st.Throughput = float64(st.Completed) / span
-		// A closed loop keeps Load requests in flight: by Little's law its
-		// steady rate is Load ÷ mean end-to-end, which the step's ramp and
-		// its last, thinning wave do not bias.
-		if !st.OpenLoop && st.E2E.Mean > 0 && !st.ClientLimited {
-			st.Throughput = math.Min(st.Load, float64(st.Completed)) / st.E2E.Mean
-		}
-		k := st.Throughput / float64(st.Completed)
-		st.OutputTokens = outTokens * k
-		st.Goodput = float64(good) * k
-	}
-	if done := st.Completed + st.Failed; done > 0 && float64(st.Failed)/float64(done) > r.o.Limits.ErrorRate {
-		st.TooManyErrors = true
-	}
-	judge(st, r.o.SLO)
-	r.diagnoseStep(st, w)
 }
 
 func servesModel(ms []Model, id string) bool {

@@ -20,7 +20,7 @@ import (
 type probeFlags struct {
 	target, model, apiKeyEnv, apiKeyFile string
 	chat, noMetrics, prefix, dryRun      bool
-	noRefine                             bool
+	noRefine, keepRequests               bool
 	metrics, dcgm, headers               []string
 	lengths, concurrency                 []int
 	rates                                []float64
@@ -70,6 +70,7 @@ func (p *probeFlags) add(f *pflag.FlagSet, withTarget bool) {
 	f.Float64Var(&p.limits.ErrorRate, "max-error-rate", d.ErrorRate, "share of failed requests at a load that ends the ladder")
 	f.DurationVar(&p.limits.RequestTimeout, "request-timeout", d.RequestTimeout, "longest one request may take")
 	f.BoolVar(&p.dryRun, "dry-run", false, "print the plan and how many requests it sends, and send none")
+	f.BoolVar(&p.keepRequests, "keep-requests", false, "keep every request with its timings in the JSON (the sweep's are always there)")
 }
 
 // options checks the flags and makes the probe's options.
@@ -77,7 +78,7 @@ func (p *probeFlags) options(in *input) (probe.Options, error) {
 	o := probe.Options{Target: p.target, Model: p.model, Chat: p.chat, NoMetrics: p.noMetrics, Prefix: p.prefix,
 		Lengths: p.lengths, Repeats: p.repeats, Warmup: p.warmup, Concurrency: p.concurrency, Rates: p.rates,
 		PromptTokens: p.promptTokens, OutputTokens: p.outputTokens, StepRequests: p.stepRequests, StepTime: p.stepTime,
-		NoRefine: p.noRefine, Seed: p.seed, Limits: p.limits, Metrics: p.metrics, GPUExporters: p.dcgm}
+		NoRefine: p.noRefine, KeepRequests: p.keepRequests, Seed: p.seed, Limits: p.limits, Metrics: p.metrics, GPUExporters: p.dcgm}
 	if o.OutputTokens > o.Limits.OutputTokens {
 		return o, usageErr("--output-tokens %d is above --max-output-tokens %d", o.OutputTokens, o.Limits.OutputTokens)
 	}
