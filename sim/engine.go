@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 )
 
 // Efficiency factors: kernels reach about 85% of peak HBM bandwidth and 55% of
@@ -32,6 +33,11 @@ type request struct {
 	itls               []float64
 	streaming          bool
 	truth              requestTruth
+	// maxTokens is the request's max_tokens parameter as the metrics
+	// report it (0: the 2048 a scenario's client asks for).
+	maxTokens int
+	// call, for a request sent over the API, hears its tokens.
+	call *apiCall
 }
 
 func (r *request) remaining() int { return r.prompt + r.generated - r.computed }
@@ -133,7 +139,7 @@ func New(sc *Scenario, keepRecords bool) (*Engine, error) {
 			model.Name, sc.TP, gpu.Name, sc.Engine.GPUMemoryUtilization)
 	}
 	e.m = newMetrics(e)
-	if n := sc.Workload.Concurrency; n > 0 {
+	if n := sc.Workload.Concurrency; sc.Workload.External || n > 0 {
 		e.nextArrival = math.Inf(1)
 		for range n {
 			heap.Push(&e.pending, e.newRequest(0))
@@ -216,6 +222,74 @@ func (e *Engine) newRequest(at float64) *request {
 	front := e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(r.prompt)/1000
 	r.enqueued = at + front
 	return r
+}
+
+// MaxModelLen is the longest prompt plus output one request may have: the
+// engine's context limit, or the whole KV cache when that is smaller.
+func (e *Engine) MaxModelLen() int {
+	return min(maxModelLen, e.totalBlocks*e.sc.Engine.BlockSize)
+}
+
+// ServedModel is the model's name as the metrics' model_name label has it.
+func (e *Engine) ServedModel() string { return e.model.Served }
+
+// submit adds a request sent over the API, arriving at virtual time at: it
+// joins the same FCFS queue as the scenario's own requests, after the same
+// front-end time.
+func (e *Engine) submit(at float64, prompt, output int, streaming bool, call *apiCall) *request {
+	r := &request{id: e.nextID, arrival: at, group: -1, pinned: -1, scheduled: -1, firstToken: -1,
+		streaming: streaming, prompt: prompt, output: output, maxTokens: output, call: call}
+	e.nextID++
+	front := e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(prompt)/1000
+	r.enqueued = at + front
+	heap.Push(&e.pending, r)
+	return r
+}
+
+// abort drops an unfinished request wherever it is (arriving, waiting or
+// running), frees its blocks and counts it finished with reason "abort".
+// It reports false when the request had already finished.
+func (e *Engine) abort(r *request) bool {
+	drop := func(l []*request) ([]*request, bool) {
+		for i, x := range l {
+			if x == r {
+				return append(l[:i], l[i+1:]...), true
+			}
+		}
+		return l, false
+	}
+	var found bool
+	if i := slices.Index(e.pending, r); i >= 0 {
+		heap.Remove(&e.pending, i)
+		found = true
+	} else if e.waiting, found = drop(e.waiting); !found {
+		e.running, found = drop(e.running)
+	}
+	if !found {
+		return false
+	}
+	e.free(r)
+	e.m.aborted()
+	e.m.setGauges(e)
+	return true
+}
+
+// nextEvent is the virtual time at which the engine next has something to
+// do, once it has been advanced to t: the end of the step in flight, or the
+// next arrival. When requests wait but nothing could run, it is a
+// millisecond on (as AdvanceTo polls) and poll is true.
+func (e *Engine) nextEvent(t float64) (next float64, poll bool) {
+	if len(e.running)+len(e.waiting) > 0 {
+		if e.now > t {
+			return e.now, false
+		}
+		return t + 0.001, true
+	}
+	next = e.nextArrival
+	if e.pending.Len() > 0 {
+		next = math.Min(next, e.pending[0].enqueued)
+	}
+	return math.Max(next, e.now), false
 }
 
 // AdvanceTo runs the engine until virtual time t (seconds).
@@ -448,6 +522,9 @@ func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 		}
 		r.generated++
 		e.m.token(r, e.now)
+		if r.call != nil {
+			r.call.token(e.now)
+		}
 		if r.firstToken < 0 {
 			r.firstToken = e.now
 		} else if e.keepRecords {
@@ -459,7 +536,11 @@ func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 		}
 	}
 	for _, r := range done {
-		e.finish(r, "stop")
+		reason := "stop"
+		if r.call != nil {
+			reason = "length" // the simulator has no EOS: an API request always runs to max_tokens
+		}
+		e.finish(r, reason)
 	}
 	e.done = done[:0]
 }
@@ -472,10 +553,13 @@ func (e *Engine) finish(r *request, reason string) {
 		}
 	}
 	e.free(r)
-	if e.sc.Workload.Concurrency > 0 {
+	if e.sc.Workload.Concurrency > 0 && !e.sc.Workload.External && r.call == nil {
 		heap.Push(&e.pending, e.newRequest(e.now))
 	}
 	e.m.finished(r, e.now, reason)
+	if r.call != nil {
+		r.call.finished(e.now, reason)
+	}
 	e.truthFinished(r)
 	if e.keepRecords {
 		rec := Record{ID: r.id, Arrival: r.arrival, Prompt: r.prompt, Output: r.generated, Cached: r.cached,
