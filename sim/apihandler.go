@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -58,6 +57,10 @@ func (s *Server) completions(chat bool) http.HandlerFunc {
 		if s.realTimeOnly(w) {
 			return
 		}
+		// The request arrives when its headers have: reading and counting
+		// its prompt is real front-end time, which the engine's modelled
+		// front end then overlaps.
+		arrival := s.virtualNow()
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -78,7 +81,7 @@ func (s *Server) completions(chat bool) http.HandlerFunc {
 			writeAPIError(w, http.StatusNotFound, "NotFoundError", "The model `%s` does not exist.", req.Model)
 			return
 		}
-		if limit := s.Engine.MaxModelLen(); req.PromptTokens+req.MaxTokens > limit {
+		if limit := s.Engine.MaxModelLen(); req.MaxTokens > limit || req.PromptTokens+req.MaxTokens > limit {
 			writeAPIError(w, http.StatusBadRequest, "BadRequestError",
 				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 				limit, req.PromptTokens+req.MaxTokens, req.PromptTokens, req.MaxTokens)
@@ -92,7 +95,7 @@ func (s *Server) completions(chat bool) http.HandlerFunc {
 			writeAPIError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "the simulator is shutting down")
 			return
 		}
-		er := s.Engine.submit(math.Max(s.virtualNow(), s.Engine.until), req.PromptTokens, req.MaxTokens, req.Stream, call)
+		er := s.Engine.submit(arrival, req.PromptTokens, req.MaxTokens, req.Stream, call)
 		s.inFlight++
 		if !s.driving {
 			s.driving = true

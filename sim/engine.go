@@ -235,7 +235,8 @@ func (e *Engine) ServedModel() string { return e.model.Served }
 
 // submit adds a request sent over the API, arriving at virtual time at: it
 // joins the same FCFS queue as the scenario's own requests, after the same
-// front-end time.
+// front-end time. A request may arrive before the last step's end (it was
+// being read meanwhile): it then waits for the next step.
 func (e *Engine) submit(at float64, prompt, output int, streaming bool, call *apiCall) *request {
 	r := &request{id: e.nextID, arrival: at, group: -1, pinned: -1, scheduled: -1, firstToken: -1,
 		streaming: streaming, prompt: prompt, output: output, maxTokens: output, call: call}

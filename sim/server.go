@@ -50,6 +50,8 @@ type Server struct {
 	driverDone chan struct{}
 	inFlight   int
 	ids        atomic.Int64
+	// wakes counts the driver's turns (a test sees it rest when idle).
+	wakes atomic.Int64
 }
 
 // NewServer wraps an engine that has already run its warm-up. A server in
@@ -121,6 +123,7 @@ func (s *Server) drive() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		s.wakes.Add(1)
 		s.mu.Lock()
 		t := s.virtualNow()
 		s.Engine.AdvanceTo(t)
