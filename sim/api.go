@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"strings"
 	"sync"
@@ -21,10 +22,32 @@ func CountTokens(text string) int {
 	return len(dummyTokens.FindAllStringIndex(text, -1))
 }
 
-// chatSeparatorTokens is what each chat message adds to the prompt beyond
-// its content: one token, standing for the role marker a chat template
-// puts between messages.
-const chatSeparatorTokens = 1
+// appendTokens appends text's tokens (as CountTokens counts them) to toks.
+func appendTokens(toks []string, text string) []string {
+	for _, m := range dummyTokens.FindAllStringSubmatchIndex(text, -1) {
+		toks = append(toks, text[m[2]:m[3]])
+	}
+	return toks
+}
+
+// blockHashes chains a hash over each full block of bs tokens: the i-th is
+// the identity of the prompt's first i+1 blocks, as vLLM's prefix cache
+// keys them.
+func blockHashes(tokens []string, bs int) []uint64 {
+	if bs < 1 {
+		return nil
+	}
+	out := make([]uint64, 0, len(tokens)/bs)
+	h := fnv.New64a()
+	for i, t := range tokens {
+		_, _ = h.Write([]byte(t)) // a hash's Write never fails
+		_, _ = h.Write([]byte{0})
+		if (i+1)%bs == 0 {
+			out = append(out, h.Sum64())
+		}
+	}
+	return out
+}
 
 // maxRequestBody bounds a completion request's body.
 const maxRequestBody = 8 << 20
@@ -38,6 +61,9 @@ type completionRequest struct {
 	Chat         bool
 	Model        string
 	PromptTokens int
+	// tokens are the prompt's tokens (a chat's with one separator per
+	// message), which the prefix cache keys on.
+	tokens       []string
 	MaxTokens    int
 	Stream       bool
 	IncludeUsage bool
@@ -88,8 +114,10 @@ func parseCompletionRequest(body []byte, chat bool) (*completionRequest, error) 
 			if err != nil {
 				return nil, fmt.Errorf("messages[%d].content: %v", i, err)
 			}
-			req.PromptTokens += CountTokens(text) + chatSeparatorTokens
+			req.tokens = append(req.tokens, "\x00"+m.Role)
+			req.tokens = appendTokens(req.tokens, text)
 		}
+		req.PromptTokens = len(req.tokens)
 		if raw.MaxCompletionTokens != nil {
 			limit = raw.MaxCompletionTokens
 		}
@@ -101,7 +129,8 @@ func parseCompletionRequest(body []byte, chat bool) (*completionRequest, error) 
 		if err != nil {
 			return nil, err
 		}
-		req.PromptTokens = CountTokens(text)
+		req.tokens = appendTokens(nil, text)
+		req.PromptTokens = len(req.tokens)
 		if req.PromptTokens == 0 {
 			return nil, errors.New("prompt has no tokens")
 		}

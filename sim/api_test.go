@@ -644,9 +644,49 @@ func FuzzCompletionRequest(f *testing.F) {
 				}
 				continue
 			}
-			if req.PromptTokens < 1 || req.MaxTokens < 1 || req.Chat != chat || (req.IncludeUsage && !req.Stream) {
+			if req.PromptTokens < 1 || req.PromptTokens != len(req.tokens) || req.MaxTokens < 1 || req.Chat != chat || (req.IncludeUsage && !req.Stream) {
 				t.Fatalf("chat %v: %s accepted as %+v", chat, body, req)
 			}
 		}
 	})
+}
+
+// With prefix caching on, a prompt that starts as an earlier one did reuses
+// its full blocks; one with a distinct start reuses nothing.
+func TestAPIPromptsSharePrefixCache(t *testing.T) {
+	sc := apiScenario(8)
+	sc.Engine.PrefixCaching = true
+	s, url := startAPI(t, sc)
+	words := func(from, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "w%d ", from+i)
+		}
+		return b.String()
+	}
+	for _, prompt := range []string{
+		words(0, 1000),                   // 1000 new tokens
+		words(0, 800) + words(5000, 200), // shares 800 = 50 blocks of 16
+		"distinct " + words(0, 999),      // shares nothing: its first block differs
+		words(0, 1000),                   // all but the last, partial, block: 992
+	} {
+		resp, err := post(context.Background(), url+"/v1/completions", fmt.Sprintf(`{"prompt":%q,"max_tokens":1}`, prompt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close() // read
+	}
+	var cached []int
+	for _, r := range records(s) {
+		cached = append(cached, r.Cached)
+	}
+	if want := []int{0, 800, 0, 992}; !slices.Equal(cached, want) {
+		t.Fatalf("cached prompt tokens %v, want %v", cached, want)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.Engine.CheckBlocks(); err != nil || s.Engine.KVUsage() != 0 {
+		t.Fatalf("blocks: %v, KV usage %v with nothing running", err, s.Engine.KVUsage())
+	}
 }

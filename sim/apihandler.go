@@ -88,6 +88,7 @@ func (s *Server) completions(chat bool) http.HandlerFunc {
 			return
 		}
 
+		blocks := blockHashes(req.tokens, s.Engine.sc.Engine.BlockSize)
 		call := newAPICall()
 		s.mu.Lock()
 		if s.ctx.Err() != nil {
@@ -95,7 +96,7 @@ func (s *Server) completions(chat bool) http.HandlerFunc {
 			writeAPIError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "the simulator is shutting down")
 			return
 		}
-		er := s.Engine.submit(arrival, req.PromptTokens, req.MaxTokens, req.Stream, call)
+		er := s.Engine.submit(arrival, req.PromptTokens, req.MaxTokens, req.Stream, call, blocks)
 		s.inFlight++
 		if !s.driving {
 			s.driving = true

@@ -82,7 +82,11 @@ type Engine struct {
 
 	totalBlocks, usedBlocks, cachedBlocks int
 	groups                                map[int]*prefixGroup
-	kvBytesPerToken                       float64
+	// apiGroups maps a block hash of an API request's prompt to the prefix
+	// group holding it.
+	apiGroups       map[uint64]int
+	nextAPIGroup    int
+	kvBytesPerToken float64
 
 	m *metrics
 	// Records of finished requests, when kept.
@@ -237,14 +241,45 @@ func (e *Engine) ServedModel() string { return e.model.Served }
 // joins the same FCFS queue as the scenario's own requests, after the same
 // front-end time. A request may arrive before the last step's end (it was
 // being read meanwhile): it then waits for the next step.
-func (e *Engine) submit(at float64, prompt, output int, streaming bool, call *apiCall) *request {
+func (e *Engine) submit(at float64, prompt, output int, streaming bool, call *apiCall, blocks []uint64) *request {
 	r := &request{id: e.nextID, arrival: at, group: -1, pinned: -1, scheduled: -1, firstToken: -1,
 		streaming: streaming, prompt: prompt, output: output, maxTokens: output, call: call}
 	e.nextID++
+	e.apiPrefix(r, blocks)
 	front := e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(prompt)/1000
 	r.enqueued = at + front
 	heap.Push(&e.pending, r)
 	return r
+}
+
+// apiGroupBase numbers the prefix groups of API requests, apart from the
+// scenario's own (0… and 1,000,000 + request id).
+const apiGroupBase = 1 << 30
+
+// apiPrefix puts an API request in the prefix group of the longest run of
+// leading blocks (blocks are their chained hashes) an earlier API request
+// shared, or in a new group of its own, so that the prefix cache serves
+// what an earlier prompt computed, as vLLM's does.
+func (e *Engine) apiPrefix(r *request, blocks []uint64) {
+	if !e.sc.Engine.PrefixCaching || len(blocks) == 0 {
+		return
+	}
+	bs := e.sc.Engine.BlockSize
+	for k := len(blocks); k >= 1; k-- {
+		if g, ok := e.apiGroups[blocks[k-1]]; ok {
+			r.group, r.shared = g, k*bs
+			return
+		}
+	}
+	if e.apiGroups == nil || len(e.apiGroups) > 1<<20 {
+		e.apiGroups = map[uint64]int{} // forget old prompts rather than grow without bound
+	}
+	id := apiGroupBase + e.nextAPIGroup
+	e.nextAPIGroup++
+	for _, h := range blocks {
+		e.apiGroups[h] = id
+	}
+	r.group, r.shared = id, len(blocks)*bs
 }
 
 // abort drops an unfinished request wherever it is (arriving, waiting or
@@ -378,7 +413,13 @@ func (e *Engine) step() bool {
 		cached := 0
 		if r.computed == 0 && ec.PrefixCaching && r.group >= 0 {
 			if g := e.groups[r.group]; g != nil && g.cached {
-				cached = (r.shared / ec.BlockSize) * ec.BlockSize
+				shared := r.shared
+				if r.call != nil {
+					// An API group holds what its first request cached,
+					// which may be less than this one shares.
+					shared = min(shared, g.blocks*ec.BlockSize)
+				}
+				cached = (shared / ec.BlockSize) * ec.BlockSize
 				if cached >= r.prompt {
 					cached = ((r.prompt - 1) / ec.BlockSize) * ec.BlockSize
 				}

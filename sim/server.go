@@ -91,8 +91,11 @@ func (s *Server) Close() error {
 // every request generates max_tokens tokens (default 16) and finishes with
 // reason "length", ignore_eos or not. Prompt tokens are counted by
 // CountTokens; a chat's are its messages' contents plus one separator token
-// per message. API requests share no prefix cache. A client that goes away
-// aborts its request (finished_reason "abort").
+// per message (standing for the chat template's role marker). With prefix
+// caching on, a prompt reuses the full blocks (block_size tokens) it
+// shares from its start with an earlier API prompt still cached, as vLLM
+// keys its cache; a distinct start reuses nothing. A client that goes away
+// aborts its request (finished_reason "abort", in no latency histogram).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) { s.serve(w, s.vllm, true) })
