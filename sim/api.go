@@ -94,7 +94,14 @@ type rawMessage struct {
 func parseCompletionRequest(body []byte, chat bool) (*completionRequest, error) {
 	var raw rawRequest
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, fmt.Errorf("the request body is not valid JSON: %v", err)
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			if typ.Field == "" {
+				return nil, fmt.Errorf("the request body is a JSON %s, not an object", typ.Value)
+			}
+			return nil, fmt.Errorf("%s must not be a JSON %s", typ.Field, typ.Value)
+		}
+		return nil, fmt.Errorf("the request body is not a JSON object: %v", err)
 	}
 	req := &completionRequest{Chat: chat, Model: raw.Model, Stream: raw.Stream, IgnoreEOS: raw.IgnoreEOS,
 		MaxTokens: defaultMaxTokens}

@@ -321,7 +321,10 @@ func TestModelsAndErrors(t *testing.T) {
 	}{
 		{"POST", "/v1/completions", `{"model":"other","prompt":"hi"}`, 404, "NotFoundError", "The model `other` does not exist."},
 		{"POST", "/v1/completions", `{"prompt":"` + long + `","max_tokens":11}`, 400, "BadRequestError", "maximum context length is 32768 tokens. However, you requested 32769 tokens (32758 in the messages, 11 in the completion)"},
-		{"POST", "/v1/completions", `{"prompt":"hi"`, 400, "BadRequestError", "not valid JSON"},
+		{"POST", "/v1/completions", `{"prompt":"hi"`, 400, "BadRequestError", "not a JSON object"},
+		{"POST", "/v1/completions", `["hi"]`, 400, "BadRequestError", "the request body is a JSON array, not an object"},
+		{"POST", "/v1/completions", `{"prompt":"hi","max_tokens":"5"}`, 400, "BadRequestError", "max_tokens must not be a JSON string"},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":7,"content":"hi"}]}`, 400, "BadRequestError", "messages.role must not be a JSON number"},
 		{"POST", "/v1/completions", `{"prompt":""}`, 400, "BadRequestError", "prompt has no tokens"},
 		{"POST", "/v1/completions", `{"prompt":[1,2,3]}`, 400, "BadRequestError", "a string or an array of one string"},
 		{"POST", "/v1/completions", `{"prompt":"hi","max_tokens":0}`, 400, "BadRequestError", "max_tokens must be at least 1"},
