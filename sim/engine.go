@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 )
 
 // Efficiency factors: kernels reach about 85% of peak HBM bandwidth and 55% of
@@ -32,6 +33,11 @@ type request struct {
 	itls               []float64
 	streaming          bool
 	truth              requestTruth
+	// maxTokens is the request's max_tokens parameter as the metrics
+	// report it (0: the 2048 a scenario's client asks for).
+	maxTokens int
+	// call, for a request sent over the API, hears its tokens.
+	call *apiCall
 }
 
 func (r *request) remaining() int { return r.prompt + r.generated - r.computed }
@@ -76,7 +82,11 @@ type Engine struct {
 
 	totalBlocks, usedBlocks, cachedBlocks int
 	groups                                map[int]*prefixGroup
-	kvBytesPerToken                       float64
+	// apiGroups maps a block hash of an API request's prompt to the prefix
+	// group holding it.
+	apiGroups       map[uint64]int
+	nextAPIGroup    int
+	kvBytesPerToken float64
 
 	m *metrics
 	// Records of finished requests, when kept.
@@ -133,7 +143,7 @@ func New(sc *Scenario, keepRecords bool) (*Engine, error) {
 			model.Name, sc.TP, gpu.Name, sc.Engine.GPUMemoryUtilization)
 	}
 	e.m = newMetrics(e)
-	if n := sc.Workload.Concurrency; n > 0 {
+	if n := sc.Workload.Concurrency; sc.Workload.External || n > 0 {
 		e.nextArrival = math.Inf(1)
 		for range n {
 			heap.Push(&e.pending, e.newRequest(0))
@@ -216,6 +226,106 @@ func (e *Engine) newRequest(at float64) *request {
 	front := e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(r.prompt)/1000
 	r.enqueued = at + front
 	return r
+}
+
+// MaxModelLen is the longest prompt plus output one request may have: the
+// engine's context limit, or the whole KV cache when that is smaller.
+func (e *Engine) MaxModelLen() int {
+	return min(maxModelLen, e.totalBlocks*e.sc.Engine.BlockSize)
+}
+
+// ServedModel is the model's name as the metrics' model_name label has it.
+func (e *Engine) ServedModel() string { return e.model.Served }
+
+// submit adds a request sent over the API, arriving at virtual time at: it
+// joins the same FCFS queue as the scenario's own requests, after the same
+// front-end time. A request may arrive before the last step's end (it was
+// being read meanwhile): it then waits for the next step.
+func (e *Engine) submit(at float64, prompt, output int, streaming bool, call *apiCall, blocks []uint64) *request {
+	r := &request{id: e.nextID, arrival: at, group: -1, pinned: -1, scheduled: -1, firstToken: -1,
+		streaming: streaming, prompt: prompt, output: output, maxTokens: output, call: call}
+	e.nextID++
+	e.apiPrefix(r, blocks)
+	front := e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(prompt)/1000
+	r.enqueued = at + front
+	heap.Push(&e.pending, r)
+	return r
+}
+
+// apiGroupBase numbers the prefix groups of API requests, apart from the
+// scenario's own (0… and 1,000,000 + request id).
+const apiGroupBase = 1 << 30
+
+// apiPrefix puts an API request in the prefix group of the longest run of
+// leading blocks (blocks are their chained hashes) an earlier API request
+// shared, or in a new group of its own, so that the prefix cache serves
+// what an earlier prompt computed, as vLLM's does.
+func (e *Engine) apiPrefix(r *request, blocks []uint64) {
+	if !e.sc.Engine.PrefixCaching || len(blocks) == 0 {
+		return
+	}
+	bs := e.sc.Engine.BlockSize
+	for k := len(blocks); k >= 1; k-- {
+		if g, ok := e.apiGroups[blocks[k-1]]; ok {
+			r.group, r.shared = g, k*bs
+			return
+		}
+	}
+	if e.apiGroups == nil || len(e.apiGroups) > 1<<20 {
+		e.apiGroups = map[uint64]int{} // forget old prompts rather than grow without bound
+	}
+	id := apiGroupBase + e.nextAPIGroup
+	e.nextAPIGroup++
+	for _, h := range blocks {
+		e.apiGroups[h] = id
+	}
+	r.group, r.shared = id, len(blocks)*bs
+}
+
+// abort drops an unfinished request wherever it is (arriving, waiting or
+// running), frees its blocks and counts it finished with reason "abort".
+// It reports false when the request had already finished.
+func (e *Engine) abort(r *request) bool {
+	drop := func(l []*request) ([]*request, bool) {
+		for i, x := range l {
+			if x == r {
+				return append(l[:i], l[i+1:]...), true
+			}
+		}
+		return l, false
+	}
+	var found bool
+	if i := slices.Index(e.pending, r); i >= 0 {
+		heap.Remove(&e.pending, i)
+		found = true
+	} else if e.waiting, found = drop(e.waiting); !found {
+		e.running, found = drop(e.running)
+	}
+	if !found {
+		return false
+	}
+	e.free(r)
+	e.m.aborted()
+	e.m.setGauges(e)
+	return true
+}
+
+// nextEvent is the virtual time at which the engine next has something to
+// do, once it has been advanced to t: the end of the step in flight, or the
+// next arrival. When requests wait but nothing could run, it is a
+// millisecond on (as AdvanceTo polls) and poll is true.
+func (e *Engine) nextEvent(t float64) (next float64, poll bool) {
+	if len(e.running)+len(e.waiting) > 0 {
+		if e.now > t {
+			return e.now, false
+		}
+		return t + 0.001, true
+	}
+	next = e.nextArrival
+	if e.pending.Len() > 0 {
+		next = math.Min(next, e.pending[0].enqueued)
+	}
+	return math.Max(next, e.now), false
 }
 
 // AdvanceTo runs the engine until virtual time t (seconds).
@@ -303,7 +413,13 @@ func (e *Engine) step() bool {
 		cached := 0
 		if r.computed == 0 && ec.PrefixCaching && r.group >= 0 {
 			if g := e.groups[r.group]; g != nil && g.cached {
-				cached = (r.shared / ec.BlockSize) * ec.BlockSize
+				shared := r.shared
+				if r.call != nil {
+					// An API group holds what its first request cached,
+					// which may be less than this one shares.
+					shared = min(shared, g.blocks*ec.BlockSize)
+				}
+				cached = (shared / ec.BlockSize) * ec.BlockSize
 				if cached >= r.prompt {
 					cached = ((r.prompt - 1) / ec.BlockSize) * ec.BlockSize
 				}
@@ -448,6 +564,9 @@ func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 		}
 		r.generated++
 		e.m.token(r, e.now)
+		if r.call != nil {
+			r.call.token(e.now)
+		}
 		if r.firstToken < 0 {
 			r.firstToken = e.now
 		} else if e.keepRecords {
@@ -459,7 +578,11 @@ func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 		}
 	}
 	for _, r := range done {
-		e.finish(r, "stop")
+		reason := "stop"
+		if r.call != nil {
+			reason = "length" // the simulator has no EOS: an API request always runs to max_tokens
+		}
+		e.finish(r, reason)
 	}
 	e.done = done[:0]
 }
@@ -472,10 +595,13 @@ func (e *Engine) finish(r *request, reason string) {
 		}
 	}
 	e.free(r)
-	if e.sc.Workload.Concurrency > 0 {
+	if e.sc.Workload.Concurrency > 0 && !e.sc.Workload.External && r.call == nil {
 		heap.Push(&e.pending, e.newRequest(e.now))
 	}
 	e.m.finished(r, e.now, reason)
+	if r.call != nil {
+		r.call.finished(e.now, reason)
+	}
 	e.truthFinished(r)
 	if e.keepRecords {
 		rec := Record{ID: r.id, Arrival: r.arrival, Prompt: r.prompt, Output: r.generated, Cached: r.cached,

@@ -159,7 +159,19 @@ func (m *metrics) finished(r *request, now float64, reason string) {
 	m.finishedPrompt += float64(r.prompt)
 	m.finishedGen += float64(r.generated)
 	m.finishedCached += float64(r.cached)
-	m.maxTokens.observe(2048)
+	if r.maxTokens > 0 {
+		m.maxTokens.observe(float64(r.maxTokens))
+	} else {
+		m.maxTokens.observe(2048)
+	}
+}
+
+// aborted counts a request dropped before it finished (its client went
+// away): finished with reason "abort", in no latency histogram, as its
+// times are partial.
+func (m *metrics) aborted() {
+	m.finishedCount++
+	m.success["abort"]++
 }
 
 func (m *metrics) preempted() { m.preemptions++ }

@@ -1,8 +1,12 @@
 // Package sim is a discrete-event model of a vLLM V1-style continuous-batching
 // engine in virtual time. It exposes vLLM's metric names, labels and buckets
 // and DCGM-style GPU metrics derived from the same model, for the demo, the
-// tests and anyone who wants a vLLM-like target without a GPU. The diagnosis
-// path never imports it.
+// tests and anyone who wants a vLLM-like target without a GPU. Served in
+// real time (Server with no Step), it also answers the OpenAI completions
+// and chat completions API, streaming each token when the engine step that
+// made it ends on the wall clock, so that a probe measures the engine as it
+// would a real server; NoTraffic drops a scenario's own requests so that it
+// serves only those. The diagnosis path never imports it.
 package sim
 
 import (

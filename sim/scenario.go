@@ -98,6 +98,21 @@ type Workload struct {
 	// is replaced at once, as a benchmark client with a fixed concurrency
 	// sends them.
 	Concurrency int `yaml:"concurrency,omitempty"`
+	// External, when true, means the scenario has no traffic of its own:
+	// the engine serves only the requests sent to its OpenAI-compatible API
+	// (sim.Server in real time). Rate, Steps and Concurrency must then be
+	// unset, and Prompt and Output are not used.
+	External bool `yaml:"external,omitempty"`
+}
+
+// NoTraffic returns a copy of sc without traffic of its own: the same
+// engine, GPU and model, its workload's rate, steps and concurrency dropped,
+// for a server that answers only what it is sent.
+func NoTraffic(sc *Scenario) *Scenario {
+	out := *sc
+	out.Workload.External = true
+	out.Workload.Rate, out.Workload.Steps, out.Workload.Concurrency = 0, nil, 0
+	return &out
 }
 
 // RateStep sets a new arrival rate from an offset on.
@@ -253,8 +268,23 @@ func (s *Scenario) Check() error {
 	if s.Exposes != "" && !slices.Contains(Exposures, s.Exposes) {
 		return fmt.Errorf("scenario %s: exposes %q (%s)", s.Name, s.Exposes, strings.Join(Exposures, " or "))
 	}
+	if s.Workload.External {
+		if s.Workload.Rate != 0 || len(s.Workload.Steps) > 0 || s.Workload.Concurrency != 0 {
+			return fmt.Errorf("scenario %s: workload.external has no traffic of its own: leave out rate, steps and concurrency", s.Name)
+		}
+	} else if err := s.checkTraffic(); err != nil {
+		return err
+	}
+	if s.Engine.MaxNumSeqs < 1 || s.Engine.MaxNumBatchedTokens < 1 || s.Engine.BlockSize < 1 {
+		return fmt.Errorf("scenario %s: engine limits must be positive", s.Name)
+	}
+	return nil
+}
+
+// checkTraffic validates the scenario's own traffic.
+func (s *Scenario) checkTraffic() error {
 	if s.Workload.Rate <= 0 && s.Workload.Concurrency <= 0 {
-		return fmt.Errorf("scenario %s: workload.rate must be positive (or workload.concurrency given)", s.Name)
+		return fmt.Errorf("scenario %s: workload.rate must be positive (or workload.concurrency given, or workload.external set)", s.Name)
 	}
 	if a := s.Workload.Arrival; a != "poisson" && a != "bursty" {
 		return fmt.Errorf("scenario %s: workload.arrival %q (poisson or bursty)", s.Name, a)
@@ -264,9 +294,6 @@ func (s *Scenario) Check() error {
 	}
 	if err := s.Workload.Output.check("output"); err != nil {
 		return fmt.Errorf("scenario %s: %w", s.Name, err)
-	}
-	if s.Engine.MaxNumSeqs < 1 || s.Engine.MaxNumBatchedTokens < 1 || s.Engine.BlockSize < 1 {
-		return fmt.Errorf("scenario %s: engine limits must be positive", s.Name)
 	}
 	return nil
 }

@@ -121,19 +121,31 @@ func newSim() *cobra.Command {
 		speed                   float64
 		benchOut, logOut, omOut string
 		engineName              string
+		noTraffic               bool
 	)
 	c := &cobra.Command{
 		Use:   "sim",
-		Short: "Serve a simulated vLLM or SGLang server's /metrics (and /dcgm/metrics) for Prometheus or Grafana",
+		Short: "Serve a simulated vLLM or SGLang server: its /metrics (and /dcgm/metrics) and an OpenAI-compatible API",
 		Long: "sim runs a scenario of the continuous-batching simulator the demo uses and serves\n" +
 			"what a real server would: vLLM's /metrics (SGLang's with --engine sglang) and\n" +
 			"dcgm-exporter's GPU metrics on /dcgm/metrics, virtual time running --speed times\n" +
-			"faster than real time, until interrupted. With --bench, --log or --openmetrics it\n" +
-			"instead runs the whole scenario at once and writes its requests as vllm bench serve\n" +
-			"JSON, the engine's periodic log (vLLM's stats lines, SGLang's scheduler lines with\n" +
-			"--engine sglang), or timestamped OpenMetrics to backfill Prometheus." +
+			"faster than real time, until interrupted.\n\n" +
+			"It also answers the OpenAI API: /v1/models, /v1/completions and /v1/chat/completions,\n" +
+			"streamed or not. Those requests join the scenario's own in the engine's queue, count\n" +
+			"in its metrics, and get each token when the engine step that made it ends (at\n" +
+			"--speed 1, the engine's own TTFT and inter-token latency). Prompts are counted as\n" +
+			"llm-d-inference-sim's dummy tokenizer counts them; there is no EOS, so every answer\n" +
+			"has max_tokens tokens (default 16). With --no-traffic the scenario sends nothing of\n" +
+			"its own (its engine, GPU and model kept), so a probe measures the engine alone:\n\n" +
+			"  llmdoctor sim --scenario queue-bound --no-traffic --listen 127.0.0.1:8000\n" +
+			"  llmdoctor probe --target http://127.0.0.1:8000     (in another terminal)\n\n" +
+			"With --bench, --log or --openmetrics it instead runs the whole scenario at once and\n" +
+			"writes its requests as vllm bench serve JSON, the engine's periodic log (vLLM's stats\n" +
+			"lines, SGLang's scheduler lines with --engine sglang), or timestamped OpenMetrics to\n" +
+			"backfill Prometheus." +
 			exitStatus("0  it served until interrupted, or wrote its files", exitBadUsage),
 		Example: "  llmdoctor sim --scenario queue-bound --listen 127.0.0.1:8000 --speed 10\n" +
+			"  llmdoctor sim --scenario queue-bound --no-traffic --listen 127.0.0.1:8000\n" +
 			"  llmdoctor sim --scenario kv-capacity --bench run.json\n" +
 			"  llmdoctor sim --scenario decode-bound --openmetrics window.om",
 		Args: cobra.NoArgs,
@@ -149,7 +161,13 @@ func newSim() *cobra.Command {
 				return usageErr("--speed must be positive")
 			}
 			if benchOut != "" || logOut != "" || omOut != "" {
+				if noTraffic {
+					return usageErr("--no-traffic serves only what it is sent: it cannot go with --bench, --log or --openmetrics")
+				}
 				return runOffline(sc, benchOut, logOut, omOut)
+			}
+			if noTraffic {
+				sc = sim.NoTraffic(sc)
 			}
 			e, err := sim.New(sc, false)
 			if err != nil {
@@ -160,12 +178,18 @@ func newSim() *cobra.Command {
 			if err != nil {
 				return &exitError{2, fmt.Sprintf("--listen: %v", err)}
 			}
-			note(cmd.ErrOrStderr(), "simulating %s at %g× on http://%s/metrics (GPU metrics on /dcgm/metrics); Ctrl-C stops\n",
-				sc.Name, speed, ln.Addr())
-			hs := &http.Server{Handler: sim.NewServer(e, 0, speed).Handler(), ReadHeaderTimeout: 5 * time.Second}
+			traffic := ""
+			if noTraffic {
+				traffic = " with no traffic of its own"
+			}
+			note(cmd.ErrOrStderr(), "simulating %s%s at %g× on http://%s/metrics (GPU metrics on /dcgm/metrics; OpenAI API on /v1/completions and /v1/chat/completions); Ctrl-C stops\n",
+				sc.Name, traffic, speed, ln.Addr())
+			srv := sim.NewServer(e, 0, speed)
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
 			go func() {
 				<-cmd.Context().Done()
-				_ = hs.Close() // Serve then returns ErrServerClosed, which is checked
+				_ = srv.Close() // ends the streams in flight, so that hs.Close need not wait on them; never fails
+				_ = hs.Close()  // Serve then returns ErrServerClosed, which is checked
 			}()
 			if err := hs.Serve(ln); err != nil && err != http.ErrServerClosed {
 				return &exitError{2, err.Error()}
@@ -177,6 +201,7 @@ func newSim() *cobra.Command {
 	c.Flags().StringVar(&engineName, "engine", "vllm", "whose metric names to serve: "+strings.Join(sim.Exposures, " or "))
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8000", "address to serve on")
 	c.Flags().Float64Var(&speed, "speed", 1, "virtual seconds per real second")
+	c.Flags().BoolVar(&noTraffic, "no-traffic", false, "send no traffic of the scenario's own: serve only the API requests it is sent")
 	c.Flags().StringVar(&benchOut, "bench", "", "instead of serving, run the scenario and write its requests as vllm bench serve JSON")
 	c.Flags().StringVar(&logOut, "log", "", "instead of serving, run the scenario and write the engine's periodic log (SGLang's scheduler lines with --engine sglang)")
 	c.Flags().StringVar(&omOut, "openmetrics", "", "instead of serving, run the scenario and write timestamped OpenMetrics (for promtool tsdb create-blocks-from openmetrics)")
