@@ -22,8 +22,8 @@ type Percentiles struct {
 	P99Open bool    `json:"p99_open,omitempty"`
 }
 
-// summarise computes percentiles (linear interpolation between ranks).
-func summarise(xs []float64) Percentiles {
+// Summarise computes percentiles (linear interpolation between ranks).
+func Summarise(xs []float64) Percentiles {
 	if len(xs) == 0 {
 		return Percentiles{}
 	}
@@ -322,7 +322,7 @@ func summariseStep(st *Step, slo SLO, errorRate float64) {
 		}
 		last = math.Max(last, s.Start+s.E2E)
 	}
-	st.TTFT, st.ITL, st.TPOT, st.E2E = summarise(ttft), summarise(itl), summarise(tpot), summarise(e2e)
+	st.TTFT, st.ITL, st.TPOT, st.E2E = Summarise(ttft), Summarise(itl), Summarise(tpot), Summarise(e2e)
 	st.Throughput, st.OutputTokens, st.Goodput = 0, 0, 0
 	span := last - st.Start
 	if span <= 0 {
@@ -390,7 +390,7 @@ func derive(res *Result) {
 	}
 	res.ITL = nil
 	if len(gaps) > 0 {
-		p := summarise(gaps)
+		p := Summarise(gaps)
 		res.ITL = &p
 	}
 	res.Knee = findKnee(res.Steps)

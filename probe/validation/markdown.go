@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 )
 
@@ -77,4 +78,17 @@ func Splice(doc, section string) (string, error) {
 		return "", fmt.Errorf("the document's validation markers are out of order")
 	}
 	return doc[:i] + strings.TrimSuffix(section, "\n") + doc[j+len(End):], nil
+}
+
+// Section is the validation section from the recorded probes under root.
+func Section(root string) (string, error) {
+	own, err := Own(filepath.Join(root, "probe", "testdata", "own"))
+	if err != nil {
+		return "", err
+	}
+	peer, err := Peer(filepath.Join(root, "probe", "testdata", "peer"))
+	if err != nil {
+		return "", err
+	}
+	return Markdown(append(own, peer...)), nil
 }

@@ -7,6 +7,8 @@
 // configuration implies; docs/probe.md is generated from it.
 package validation
 
+//go:generate go run ./gen -record
+
 import (
 	"compress/gzip"
 	"encoding/json"
