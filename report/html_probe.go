@@ -1,7 +1,9 @@
 package report
 
 import (
+	_ "embed"
 	"fmt"
+	"html/template"
 	"io"
 	"math"
 	"strings"
@@ -12,6 +14,12 @@ import (
 	"github.com/llmdoctor/llmdoctor/report/chart"
 	"github.com/llmdoctor/llmdoctor/view"
 )
+
+// probeCSS is the probe page's own rules, added after the shared sheet so
+// that the other pages stay as they are.
+//
+//go:embed html_probe.css
+var probeCSS string
 
 // pageProbe is what the probe block draws: every line from view.ProbeOf,
 // and the charts drawn from the result's numbers.
@@ -105,6 +113,7 @@ func ProbeHTML(w io.Writer, r *probe.Result, o Options) error {
 		pp.DiagnosisHeading = "Diagnosis at " + v.DiagnosedLoad
 	}
 	p.Probe = pp
+	p.CSS += template.CSS(probeCSS)
 	return pages.ExecuteTemplate(w, "page", p)
 }
 
