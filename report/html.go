@@ -30,12 +30,12 @@ func (htmlRenderer) Name() string { return "html" }
 func (htmlRenderer) Describe() string {
 	return "one self-contained page with charts, to open offline, attach or link from Slack"
 }
-func (htmlRenderer) Renders(doc Document) bool { return doc != ProbeDoc }
+func (htmlRenderer) Renders(Document) bool { return true }
 func (htmlRenderer) Diagnosis(w io.Writer, d *advisor.Diagnosis, o Options) error {
 	return HTML(w, d, o)
 }
-func (htmlRenderer) Probe(io.Writer, *probe.Result, Options) error {
-	return &UnsupportedError{"html", ProbeDoc}
+func (htmlRenderer) Probe(w io.Writer, r *probe.Result, o Options) error {
+	return ProbeHTML(w, r, o)
 }
 
 func (htmlRenderer) Checklist(w io.Writer, c *advisor.Checklist, o Options) error {
@@ -103,6 +103,7 @@ type page struct {
 	Compared   []pageCompared
 	Index      []pageIndex
 	IndexEmpty bool
+	Probe      *pageProbe
 }
 
 type pageSource struct {

@@ -47,11 +47,30 @@ type Series struct {
 	Points [][2]float64
 }
 
-// Line is a time-series chart of one or more lines.
+// Line is a chart of one or more lines: a time series, or a figure
+// against load. Refs are horizontal reference lines (an SLO target) drawn
+// dashed across the plot; Marks are vertical markers (a knee, a capacity)
+// with a label at the top. Both widen the axes to stay in view, are named
+// in the text alternative, and are skipped when not finite.
 type Line struct {
 	ID, Title string
 	X, Y      Axis
 	Series    []Series
+	Refs      []Ref
+	Marks     []Mark
+}
+
+// Ref is a horizontal reference line at Y, labelled on the plot.
+type Ref struct {
+	Y     float64
+	Label string
+}
+
+// Mark is a vertical marker at X, labelled at the top of the plot. Marks
+// at the same X share one line and one label.
+type Mark struct {
+	X     float64
+	Label string
 }
 
 // Fit is a fitted straight line, y = Intercept + Slope*x, and how it reads
@@ -113,6 +132,11 @@ const (
 	axisColor = "#999"
 	blue      = "#0072B2"
 	vermilion = "#D55E00"
+	// refColor draws targets (an SLO), markColor markers (a knee): apart
+	// from the palette so they never read as a series.
+	refColor  = "#b3261e"
+	markColor = "#555"
+	refSize   = 11.0
 )
 
 // palette is Okabe–Ito without yellow, which is too faint as a thin line on

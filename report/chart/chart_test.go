@@ -326,6 +326,7 @@ func TestAlt(t *testing.T) {
 		"line_ttft":       {"Time to first token: p50 went from ", "p99 went from 1.", "max 3.", "over 14m30s"},
 		"scatter_prompt":  {"60 points", "prompt tokens from ", "fit: TTFT ≈ 120ms + 35ms per 1k tokens"},
 		"bars_replicas":   {"highest vllm-2 (3.42s)", "lowest vllm-3 (780ms)", "highlighted: vllm-2"},
+		"line_load":       {"SLO TTFT p99 2s line at 2.00s", "SLO ITL p99 100ms line at 100ms", "knee at concurrency 4", "capacity at concurrency 8"},
 		"stacked_latency": {"queue 420ms (18%)", "front 30ms (1%)", "decode 1.52s (63%)", "total 2.40s"},
 	} {
 		alt := ex[name].Alt()
@@ -337,5 +338,52 @@ func TestAlt(t *testing.T) {
 		if svg := ex[name].SVG(); !strings.Contains(svg, "<desc id=") || !strings.Contains(svg, esc(alt)) {
 			t.Errorf("%s: <desc> is not the text alternative", name)
 		}
+	}
+}
+
+// Reference lines and marks widen the axes to stay in view, share a line
+// when at the same x, are drawn dashed over the plot, and are skipped when
+// not finite; alone, with no data, they are no chart.
+func TestRefsAndMarks(t *testing.T) {
+	pts := [][2]float64{{1, 0.2}, {2, 0.3}, {4, 0.5}}
+	c := Line{ID: "l", Title: "t", X: Axis{Label: "concurrency", Unit: Count}, Y: Axis{Unit: Seconds},
+		Series: []Series{{Name: "p99", Points: pts}},
+		Refs:   []Ref{{Y: 3, Label: "SLO 3s"}, {Y: nan, Label: "nan ref"}, {Y: inf}},
+		Marks:  []Mark{{X: 4, Label: "knee"}, {X: 4, Label: "capacity"}, {X: 9, Label: "beyond"}, {X: nan, Label: "nan mark"}}}
+	s := c.SVG()
+	checkSVG(t, s)
+	d := c.data()
+	if d.ymax != 3 || d.xmax != 9 {
+		t.Errorf("axes end at x %v, y %v; want the ref (3) and the mark (9) in view", d.xmax, d.ymax)
+	}
+	if n := strings.Count(s, `<path d="M`); n < 1 {
+		t.Fatalf("no lines drawn:\n%s", s)
+	}
+	refs := regexp.MustCompile(`(?s)<g class="ref"[^>]*stroke-dasharray[^>]*>(.*?)</g>`).FindStringSubmatch(s)
+	if refs == nil || strings.Count(refs[1], "<path") != 1 {
+		t.Errorf("want one dashed reference line, got %q", refs)
+	}
+	marks := regexp.MustCompile(`(?s)<g class="mark"[^>]*>(.*?)</g>`).FindStringSubmatch(s)
+	if marks == nil || strings.Count(marks[1], "<path") != 2 {
+		t.Errorf("want two mark lines (4 shared, 9), got %q", marks)
+	}
+	for _, want := range []string{">SLO 3s</text>", ">knee, capacity</text>", ">beyond</text>"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no label %s in\n%s", want, s)
+		}
+	}
+	alt := c.Alt()
+	for _, want := range []string{"SLO 3s line at 3.00s", "knee, capacity at concurrency 4", "beyond at concurrency 9"} {
+		if !strings.Contains(alt, want) {
+			t.Errorf("Alt() = %q, want %q", alt, want)
+		}
+	}
+	for _, bad := range []string{"nan", "NaN", "Inf"} {
+		if strings.Contains(s, bad) || strings.Contains(alt, bad) {
+			t.Errorf("non-finite ref or mark drawn or named (%q):\n%s\n%s", bad, alt, s)
+		}
+	}
+	if s := (Line{Series: []Series{{Name: "p99"}}, Refs: []Ref{{Y: 1, Label: "SLO"}}, Marks: []Mark{{X: 1}}}).SVG(); s != "" {
+		t.Errorf("references alone drew a chart:\n%s", s)
 	}
 }

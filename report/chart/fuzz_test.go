@@ -58,8 +58,19 @@ func FuzzLine(f *testing.F) {
 		for i := 1; i+1 < len(xs); i += 2 {
 			c = append(c, [2]float64{xs[i], xs[i+1]})
 		}
+		// Reference lines and marks at the same numbers, so that they reach
+		// the extremes and non-finite values too.
+		var refs []Ref
+		var marks []Mark
+		for i, x := range xs {
+			if i%3 == 0 {
+				refs = append(refs, Ref{Y: x, Label: "SLO"})
+			} else {
+				marks = append(marks, Mark{X: x, Label: "knee"})
+			}
+		}
 		check(t, Line{ID: "f", Title: "fuzz", X: Axis{Unit: Unit(xu % 5)}, Y: Axis{Label: "y", Unit: Unit(yu % 5)},
-			Series: []Series{{Name: "a", Points: a}, {Name: "b", Points: c}}})
+			Series: []Series{{Name: "a", Points: a}, {Name: "b", Points: c}}, Refs: refs, Marks: marks})
 		bars := Bars{ID: "b", Unit: Unit(yu % 5)}
 		st := Stacked{ID: "s", Unit: Unit(yu % 5)}
 		for i, x := range xs {

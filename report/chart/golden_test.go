@@ -41,7 +41,20 @@ func examples() map[string]chart {
 		n := 200 + 7800*rng.Float64()
 		prompts = append(prompts, [2]float64{n, jitter(0.12+0.035*n/1000, 0.3)})
 	}
+	// A probe's load ladder: p99s by concurrency against the SLO, the
+	// knee and the capacity marked; the last step completed nothing.
+	loads := []float64{1, 2, 4, 8, 16, 32}
+	var ttft99, itl99 [][2]float64
+	for i, c := range loads {
+		ttft99 = append(ttft99, [2]float64{c, []float64{0.21, 0.24, 0.31, 0.62, 2.9, nan}[i]})
+		itl99 = append(itl99, [2]float64{c, []float64{0.021, 0.023, 0.027, 0.041, 0.09, nan}[i]})
+	}
 	return map[string]chart{
+		"line_load": Line{ID: "load", Title: "Latency against load",
+			X: Axis{Label: "concurrency", Unit: Count}, Y: Axis{Label: "p99", Unit: Seconds},
+			Series: []Series{{Name: "TTFT p99", Points: ttft99}, {Name: "ITL p99", Points: itl99}},
+			Refs:   []Ref{{Y: 2, Label: "SLO TTFT p99 2s"}, {Y: 0.1, Label: "SLO ITL p99 100ms"}, {Y: nan, Label: "lost"}},
+			Marks:  []Mark{{X: 4, Label: "knee"}, {X: 8, Label: "capacity"}, {X: inf, Label: "lost"}}},
 		"line_ttft": Line{ID: "ttft", Title: "Time to first token",
 			X: Axis{Unit: Elapsed}, Y: Axis{Label: "TTFT", Unit: Seconds},
 			Series: []Series{{Name: "p50", Points: p50}, {Name: "p99", Points: p99}}},

@@ -18,6 +18,8 @@ type lineSeries struct {
 
 type lineData struct {
 	series                 []lineSeries
+	refs                   []Ref
+	marks                  []Mark
 	xmin, xmax, ymin, ymax float64
 	any                    bool
 }
@@ -84,6 +86,38 @@ func (c Line) data() lineData {
 		}
 		d.series = append(d.series, ls)
 	}
+	if !d.any {
+		return d // references alone are no chart
+	}
+	for _, r := range c.Refs {
+		if ok(r.Y) {
+			d.refs = append(d.refs, Ref{Y: r.Y, Label: strings.TrimSpace(clean(r.Label))})
+			d.ymin, d.ymax = math.Min(d.ymin, r.Y), math.Max(d.ymax, r.Y)
+		}
+	}
+	for _, m := range c.Marks {
+		if !ok(m.X) {
+			continue
+		}
+		l := strings.TrimSpace(clean(m.Label))
+		if i := slices.IndexFunc(d.marks, func(o Mark) bool { return o.X == m.X }); i >= 0 {
+			if l != "" {
+				d.marks[i].Label = strings.TrimPrefix(d.marks[i].Label+", "+l, ", ")
+			}
+			continue
+		}
+		d.marks = append(d.marks, Mark{X: m.X, Label: l})
+		d.xmin, d.xmax = math.Min(d.xmin, m.X), math.Max(d.xmax, m.X)
+	}
+	slices.SortStableFunc(d.marks, func(a, b Mark) int {
+		switch {
+		case a.X < b.X:
+			return -1
+		case a.X > b.X:
+			return 1
+		}
+		return 0
+	})
 	return d
 }
 
@@ -128,6 +162,8 @@ func (c Line) SVG() string {
 	var d doc
 	d.open(id, c.Title, c.alt(data), f.h)
 	f.draw(&d)
+	f.refs(&d, data.refs)
+	f.marks(&d, data.marks)
 	d.WriteString(`<g fill="none" stroke-width="2" stroke-linejoin="round">` + "\n")
 	for i, s := range data.series {
 		var path strings.Builder
@@ -177,7 +213,98 @@ func (c Line) alt(data lineData) string {
 				s.name, value(s.first[1], yu), value(s.last[1], yu), value(s.min[1], yu), value(s.max[1], yu), overX(s.first[0], s.last[0], c.X)))
 		}
 	}
+	for _, r := range data.refs {
+		l := r.Label
+		if l == "" {
+			l = "reference"
+		}
+		parts = append(parts, fmt.Sprintf("%s line at %s", l, value(r.Y, yu)))
+	}
+	for _, m := range data.marks {
+		l := m.Label
+		if l == "" {
+			l = "marked"
+		}
+		parts = append(parts, fmt.Sprintf("%s at %s", l, atX(m.X, c.X)))
+	}
 	return sentence(c.Title, parts)
+}
+
+// refs draws the reference lines dashed across the plot, each labelled at
+// the right end, above its line or, when that would touch the label
+// before, below it.
+func (f *frame) refs(d *doc, refs []Ref) {
+	if len(refs) == 0 {
+		return
+	}
+	d.f(`<g class="ref" stroke="%s" stroke-width="1.5" stroke-dasharray="5 3">`+"\n", refColor)
+	for _, r := range refs {
+		d.f(`<path d="M%s %sH%s"/>`+"\n", num(f.left), num(f.py(r.Y)), num(f.right))
+	}
+	d.WriteString("</g>\n")
+	var placed []float64
+	for _, r := range refs {
+		if r.Label == "" {
+			continue
+		}
+		y := f.py(r.Y) - 4
+		for _, p := range placed {
+			if math.Abs(p-y) < refSize+2 {
+				y = f.py(r.Y) + refSize + 2
+			}
+		}
+		placed = append(placed, y)
+		d.text(f.right-2, y, "end", fmt.Sprintf(`font-size="%s" fill="%s" stroke="#fff" stroke-width="3" paint-order="stroke"`, num(refSize), refColor),
+			r.Label, (f.right-f.left)/2, refSize)
+	}
+}
+
+// marks draws each marker as a vertical line with its label at the top of
+// the plot, right of the line (left of it near the right edge); a label
+// that would overlap one before it goes a row lower.
+func (f *frame) marks(d *doc, marks []Mark) {
+	if len(marks) == 0 {
+		return
+	}
+	d.f(`<g class="mark" stroke="%s" stroke-width="1.5" stroke-dasharray="2 3">`+"\n", markColor)
+	for _, m := range marks {
+		d.f(`<path d="M%s %sV%s"/>`+"\n", num(f.px(m.X)), num(f.top), num(f.bottom))
+	}
+	d.WriteString("</g>\n")
+	var rows [][][2]float64 // each row's occupied [x0, x1]
+	for _, m := range marks {
+		if m.Label == "" {
+			continue
+		}
+		x := f.px(m.X)
+		w := math.Min(textWidth(m.Label, refSize), (f.right-f.left)/2)
+		x0, anchor := x+3, "start"
+		if x0+w > f.right {
+			x0, anchor = x-3-w, "end"
+		}
+		row := 0
+		for ; row < len(rows); row++ {
+			free := true
+			for _, o := range rows[row] {
+				if x0 < o[1]+4 && o[0] < x0+w+4 {
+					free = false
+				}
+			}
+			if free {
+				break
+			}
+		}
+		if row == len(rows) {
+			rows = append(rows, nil)
+		}
+		rows[row] = append(rows[row], [2]float64{x0, x0 + w})
+		tx := x + 3
+		if anchor == "end" {
+			tx = x - 3
+		}
+		d.text(tx, f.top+refSize+float64(row)*(refSize+3), anchor, fmt.Sprintf(`font-size="%s" fill="%s" stroke="#fff" stroke-width="3" paint-order="stroke"`, num(refSize), markColor),
+			m.Label, w, refSize)
+	}
 }
 
 // atX says where on the x axis a point is: "at 5m", "at prompt length 1.2k".
