@@ -143,10 +143,10 @@ func oneLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
 	}
-	return s
+	return strings.ToValidUTF8(s, "�")
 }
 
 func (c *Client) decorate(req *http.Request) {
@@ -284,10 +284,44 @@ func (c *Client) Complete(ctx context.Context, start time.Time, prompt string, m
 		}
 		return fail(resp.StatusCode, why)
 	}
-	sc := bufio.NewScanner(resp.Body)
+	st, err := readStream(resp.Body, sent, c.now)
+	s.TTFT, s.ITLs = st.ttft, st.itls
+	if st.usage {
+		s.Prompt, s.Output, s.Usage = st.prompt, st.output, true
+	}
+	s.E2E = c.now().Sub(sent).Seconds()
+	switch {
+	case ctx.Err() != nil && (err != nil || !st.done):
+		return fail(resp.StatusCode, "stopped while streaming")
+	case err != nil:
+		return fail(resp.StatusCode, err.Error())
+	case st.chunks == 0:
+		return fail(resp.StatusCode, "the stream carried no text")
+	}
+	if !s.Usage {
+		s.Output = st.chunks
+	}
+	return s
+}
+
+// streamed is what a server-sent event stream of completion chunks held.
+type streamed struct {
+	ttft           float64
+	itls           []float64
+	chunks         int
+	prompt, output int
+	usage, done    bool
+}
+
+// readStream reads an OpenAI stream (data: lines, [DONE] at the end),
+// timing each chunk that carries text from sent on. A chunk that is not
+// JSON, an error event, an over-long line or a broken connection is an
+// error naming it; what was read until then is returned too.
+func readStream(body io.Reader, sent time.Time, now func() time.Time) (streamed, error) {
+	var st streamed
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var last time.Time
-	chunks, done := 0, false
 	for sc.Scan() {
 		line := sc.Bytes()
 		if !bytes.HasPrefix(line, []byte("data:")) {
@@ -295,18 +329,22 @@ func (c *Client) Complete(ctx context.Context, start time.Time, prompt string, m
 		}
 		data := bytes.TrimSpace(line[5:])
 		if bytes.Equal(data, []byte("[DONE]")) {
-			done = true
-			break
+			st.done = true
+			return st, nil
 		}
 		var ch streamChunk
 		if err := json.Unmarshal(data, &ch); err != nil {
-			return fail(resp.StatusCode, "a stream chunk is not JSON: "+oneLine(string(data)))
+			return st, errors.New("a stream chunk is not JSON: " + oneLine(string(data)))
 		}
 		if ch.Error != nil {
-			return fail(resp.StatusCode, "the stream reported an error: "+oneLine(ch.Error.Message))
+			return st, errors.New("the stream reported an error: " + oneLine(ch.Error.Message))
 		}
 		if ch.Usage != nil {
-			s.Prompt, s.Output, s.Usage = ch.Usage.PromptTokens, ch.Usage.CompletionTokens, true
+			if ch.Usage.PromptTokens < 0 || ch.Usage.CompletionTokens < 0 {
+				return st, fmt.Errorf("the stream's usage counts are negative (%d prompt, %d completion tokens)",
+					ch.Usage.PromptTokens, ch.Usage.CompletionTokens)
+			}
+			st.prompt, st.output, st.usage = ch.Usage.PromptTokens, ch.Usage.CompletionTokens, true
 		}
 		text := false
 		for _, choice := range ch.Choices {
@@ -317,32 +355,19 @@ func (c *Client) Complete(ctx context.Context, start time.Time, prompt string, m
 		if !text {
 			continue
 		}
-		now := c.now()
-		if chunks == 0 {
-			s.TTFT = now.Sub(sent).Seconds()
+		t := now()
+		if st.chunks == 0 {
+			st.ttft = t.Sub(sent).Seconds()
 		} else {
-			s.ITLs = append(s.ITLs, now.Sub(last).Seconds())
+			st.itls = append(st.itls, t.Sub(last).Seconds())
 		}
-		last = now
-		chunks++
+		last = t
+		st.chunks++
 	}
-	s.E2E = c.now().Sub(sent).Seconds()
-	if err := sc.Err(); err != nil && !done {
-		if ctx.Err() != nil {
-			return fail(resp.StatusCode, "stopped while streaming")
-		}
-		return fail(resp.StatusCode, "the stream broke: "+shortNetError(err))
+	if err := sc.Err(); err != nil {
+		return st, errors.New("the stream broke: " + shortNetError(err))
 	}
-	if !done && ctx.Err() != nil {
-		return fail(resp.StatusCode, "stopped while streaming")
-	}
-	if chunks == 0 {
-		return fail(resp.StatusCode, "the stream carried no text")
-	}
-	if !s.Usage {
-		s.Output = chunks
-	}
-	return s
+	return st, nil
 }
 
 // shortNetError drops the URL net/http repeats in its errors (the target

@@ -1,6 +1,5 @@
 package probe
 
-
 // finish derives what the whole probe shows: the decode floor, the knee,
 // the capacity and the diagnosis of the load that decides it.
 func (r *runner) finish() {

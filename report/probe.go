@@ -52,6 +52,7 @@ func ProbeText(w io.Writer, r *probe.Result, o Options) error {
 		p.section("Load ladder")
 		head := fmt.Sprintf("  %6s %5s %6s %8s %8s %7s %7s %8s  %s", "load", "done", "req/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "E2E p99", "SLO")
 		p.fit(st.dim.Render(head))
+		var notes []string
 		for _, s := range v.Steps {
 			tag := ""
 			switch {
@@ -64,7 +65,7 @@ func ProbeText(w io.Writer, r *probe.Result, o Options) error {
 				tag += " ← knee"
 			}
 			if s.Note != "" {
-				tag += " (" + s.Note + ")"
+				notes = append(notes, s.Load+": "+s.Note)
 			}
 			mark := st.ok.Render(s.Mark)
 			if !s.Meets {
@@ -72,6 +73,9 @@ func ProbeText(w io.Writer, r *probe.Result, o Options) error {
 			}
 			p.fit(fmt.Sprintf("  %6s %5s %6s %8s %8s %7s %7s %8s  %s%s", s.Load, s.Requests, s.Throughput, s.TTFTP50, s.TTFTP99,
 				s.ITLP50, s.ITLP99, s.E2EP99, mark, tag))
+		}
+		for _, n := range notes {
+			p.wrap("  ", st.dim.Render("load "+n))
 		}
 		if v.Knee != "" {
 			p.wrap("  ", v.Knee)

@@ -29,6 +29,10 @@ type Probe struct {
 	// Breaks says what the next load up missed.
 	Breaks string
 	// Verdict is the diagnosis of DiagnosedLoad; nil when none was made.
+	// When that load met the SLO (no load broke it), the verdict names
+	// what limits first as load rises, not a failure: its mark, word and
+	// severity say so (i FIRST LIMIT, info). Diagnosis keeps the step's
+	// own verdict.
 	Verdict       *Verdict
 	DiagnosedLoad string
 	// Diagnosis is the diagnosed step's target, for its findings and steps.
@@ -128,7 +132,12 @@ func ProbeOf(r *probe.Result) Probe {
 			s := r.Steps[r.DiagnosedStep]
 			v.DiagnosedLoad = fmt.Sprintf("%s %s", noun, load(s.Load))
 			if s.MeetsSLO {
-				v.DiagnosedLoad += " (the highest load measured)"
+				v.DiagnosedLoad += " (the highest load measured, within the SLO)"
+				if v.Verdict.Severity != Healthy && v.Verdict.Severity != Inconclusive {
+					first := *v.Verdict
+					first.Mark, first.Word, first.Severity = "i", "FIRST LIMIT", Info
+					v.Verdict = &first
+				}
 			} else {
 				v.DiagnosedLoad += " (the first load past the SLO)"
 			}

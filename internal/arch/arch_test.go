@@ -27,15 +27,22 @@ var allowed = map[string][]string{
 	// registers.
 	"rules/gendocs": {"rules", "collectors/sglang", "collectors/vllm"},
 	"advisor":       {"evidence", "rules", "internal/units"},
-	"report":        {"advisor", "compare", "whatif", "evidence", "rules", "internal/units", "internal/wrap", "report/chart", "view", "slackkit"},
+	"report":        {"advisor", "compare", "whatif", "probe", "evidence", "rules", "internal/units", "internal/wrap", "report/chart", "view", "slackkit"},
 	// What a person reads of a diagnosis, a checklist and a comparison,
 	// decided once for every renderer.
-	"view":    {"advisor", "compare", "evidence", "internal/units"},
+	"view":    {"advisor", "compare", "probe", "evidence", "internal/units"},
 	"compare": {"advisor", "evidence"},
 	// After the advisor: a simulator calibrated to a diagnosis, replayed
 	// through the same pipeline; it annotates the diagnosis's steps.
 	"whatif":    {"advisor", "evidence", "rules", "sim", "simrun", "internal/units"},
 	"diagnosis": {"collectors/", "evidence", "rules", "advisor", "internal/"},
+	// The active probe: it sends requests, scrapes the engine meanwhile
+	// and diagnoses each load through the pipeline.
+	"probe": {"advisor", "collectors/requests", "collectors/scrape", "collectors/window", "diagnosis", "rules", "internal/redact"},
+	// The probe held to servers whose timing is known, and the page it
+	// generates.
+	"probe/validation":     {"probe", "sim"},
+	"probe/validation/gen": {"probe/validation"},
 	// The seam: transports and the builder know kinds, never an engine.
 	"collectors/engine": {"collectors/window", "evidence"},
 	"collectors/scrape": {"collectors/engine", "collectors/window", "internal/"},

@@ -159,4 +159,3 @@ func Implied(c OwnCase, plan probe.Plan, slo probe.SLO) (load, rate float64, tab
 	}
 	return load, rate, table, nil
 }
-
