@@ -98,27 +98,36 @@ func Own(dir string) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		slo, err := probe.ParseSLO(c.SLO, probe.SLO{})
+		row, err := OwnRow(c, res)
 		if err != nil {
 			return nil, err
 		}
-		if err := probe.Reanalyze(res, slo); err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Name, err)
-		}
-		row := measured(res)
-		row.Name, row.Server, row.Config, row.SLO = c.Name, "llmdoctor sim", c.Config(), slo.String()
-		row.Prefill = c.Cost.PerToken * 1000
-		row.ITL = c.Cost.Memory + c.Cost.PerToken + c.Cost.Fixed
-		load, rate, table, err := Implied(c, res.Plan, slo)
-		if err != nil {
-			return nil, err
-		}
-		row.ImpliedLoad, row.ImpliedRate = load, rate
-		row.How = fmt.Sprintf("the same engine run offline in virtual time, closed loop, %d–%d-token prompts and %d output tokens: TTFT p99 by concurrency %s; the highest within the SLO is %g, at %.2f requests/s",
-			res.Plan.PromptTokens[0], res.Plan.PromptTokens[1], res.Plan.OutputTokens, table, load, rate)
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// OwnRow validates one probe of a case (recorded or live).
+func OwnRow(c OwnCase, res *probe.Result) (Row, error) {
+	slo, err := probe.ParseSLO(c.SLO, probe.SLO{})
+	if err != nil {
+		return Row{}, err
+	}
+	if err := probe.Reanalyze(res, slo); err != nil {
+		return Row{}, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	row := measured(res)
+	row.Name, row.Server, row.Config, row.SLO = c.Name, "llmdoctor sim", c.Config(), slo.String()
+	row.Prefill = c.Cost.PerToken * 1000
+	row.ITL = c.Cost.Memory + c.Cost.PerToken + c.Cost.Fixed
+	load, rate, table, err := Implied(c, res.Plan, slo)
+	if err != nil {
+		return Row{}, err
+	}
+	row.ImpliedLoad, row.ImpliedRate = load, rate
+	row.How = fmt.Sprintf("the same engine run offline in virtual time, closed loop, %d–%d-token prompts and %d output tokens: TTFT p99 by concurrency %s; the highest within the SLO is %g, at %.2f requests/s",
+		res.Plan.PromptTokens[0], res.Plan.PromptTokens[1], res.Plan.OutputTokens, table, load, rate)
+	return row, nil
 }
 
 // Implied runs the case's engine offline at concurrency 1 to 16 with the
