@@ -79,7 +79,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	if err != nil {
 		return nil, &RequestError{What: "GET /v1/models", Err: err}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return nil, &RequestError{What: "GET /v1/models", Err: err}
@@ -274,7 +274,7 @@ func (c *Client) Complete(ctx context.Context, start time.Time, prompt string, m
 		}
 		return fail(0, shortNetError(err))
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	s.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

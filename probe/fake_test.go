@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,8 +22,6 @@ type stream struct {
 	key                 string
 	requests            atomic.Int64
 	status              func(n int64) int // non-200 answers by request number
-	mu                  sync.Mutex
-	started             chan struct{} // closed at the first ladder-sized request
 	onRequest           func(n int64)
 }
 

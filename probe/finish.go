@@ -32,9 +32,13 @@ func (r *runner) finish() {
 	if c := res.Capacity; c != nil && res.Steps[c.Step].ClientLimited {
 		r.note("the probe's own rate or concurrency limit held requests back at the capacity's load: the server may take more")
 	}
+	res.LaunchDiagnosis, res.launchInput = r.launchDiagnosis, r.launchInput
 	if !r.o.KeepRequests {
 		for i := range res.Steps {
 			res.Steps[i].Requests = nil
+		}
+		if res.Launch != nil {
+			res.Launch.Requests = nil
 		}
 	}
 }

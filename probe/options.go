@@ -69,6 +69,12 @@ type Options struct {
 	Rules  *rules.Set
 	Config *rules.Config
 
+	// Launch, when not zero, adds the pre-launch run after the ladder:
+	// open-loop arrivals at Launch requests per second, or, when negative,
+	// at −Launch × the capacity's throughput (-0.8: 80 % of it), with at
+	// least LaunchRequests requests.
+	Launch float64
+
 	// KeepRequests keeps every ladder request with its timings in the
 	// result (the sweep's are always kept).
 	KeepRequests bool
@@ -88,6 +94,10 @@ type SLO struct {
 	TPOTP50 time.Duration `json:"tpot_p50,omitempty"`
 	E2EP99  time.Duration `json:"e2e_p99,omitempty"`
 }
+
+// LaunchRequests is the least the pre-launch run sends: enough that its
+// p99 is not its largest request.
+const LaunchRequests = 200
 
 // DefaultSLO is diagnose's: interactive serving.
 func DefaultSLO() SLO {
@@ -248,6 +258,9 @@ func (o *Options) Check() error {
 			return fmt.Errorf("rate %g: must be a positive number of requests per second", r)
 		}
 	}
+	if math.IsNaN(o.Launch) || math.IsInf(o.Launch, 0) || o.Launch < -1 {
+		return fmt.Errorf("the launch run takes a rate in requests per second, or a share of the capacity between 0 and 1")
+	}
 	if len(o.Concurrency) > 0 && len(o.Rates) > 0 {
 		return fmt.Errorf("give concurrency levels or rates, not both")
 	}
@@ -280,6 +293,11 @@ type Plan struct {
 	// request limit; the limit is never exceeded.
 	Requests int  `json:"requests"`
 	Refine   bool `json:"refine"`
+	// Launch is the pre-launch run's rate, or when negative its share of
+	// the capacity's throughput; LaunchRequests its planned request count
+	// (counted in Requests).
+	Launch         float64 `json:"launch,omitempty"`
+	LaunchRequests int     `json:"launch_requests,omitempty"`
 }
 
 // MakePlan lays out the probe within its limits.
@@ -338,6 +356,10 @@ func MakePlan(o Options) (Plan, error) {
 		n := stepRequests(o.StepRequests, l, p.OpenLoop, o.StepTime)
 		p.StepRequests = append(p.StepRequests, n)
 		p.Requests += n
+	}
+	if o.Launch != 0 {
+		p.Launch, p.LaunchRequests = o.Launch, max(LaunchRequests, o.StepRequests)
+		p.Requests += p.LaunchRequests
 	}
 	p.Requests = min(p.Requests, o.Limits.Requests)
 	return p, nil

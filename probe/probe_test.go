@@ -164,3 +164,60 @@ func TestRefusalsBackOffAndCount(t *testing.T) {
 		t.Errorf("refused %d, failed %d", res.Refused, res.Failed)
 	}
 }
+
+func TestLaunchRunsAtAShareOfTheCapacity(t *testing.T) {
+	s := &stream{base: 2 * time.Millisecond, gap: time.Millisecond, slots: make(chan struct{}, 4)}
+	srv := newStream(t, s)
+	o := quick(srv.URL)
+	o.Limits.Requests = 600
+	o.Launch = -0.8
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Plan.Launch != -0.8 || res.Plan.LaunchRequests != LaunchRequests {
+		t.Errorf("plan launch %g × %d", res.Plan.Launch, res.Plan.LaunchRequests)
+	}
+	c, l := res.Capacity, res.Launch
+	if c == nil || l == nil {
+		t.Fatalf("capacity %+v, launch %+v, notes %q", c, l, res.Notes)
+	}
+	if !l.OpenLoop || math.Abs(l.Load-0.8*c.Throughput) > 1e-9 {
+		t.Errorf("launch load %g (open loop %v), want 0.8 × %g", l.Load, l.OpenLoop, c.Throughput)
+	}
+	if l.Completed < LaunchRequests || !l.MeetsSLO {
+		t.Errorf("launch completed %d (want ≥ %d), meets the SLO %v: %v", l.Completed, LaunchRequests, l.MeetsSLO, l.Misses)
+	}
+	// Poisson arrivals at the asked rate: over 200 the mean gap is within
+	// a few of its standard errors.
+	if got := float64(l.Sent) / l.Seconds; got > 1.5*l.Load {
+		t.Errorf("launch sent %.1f/s, asked %.1f/s", got, l.Load)
+	}
+	if int64(res.Sent) != s.requests.Load() || res.Sent > o.Limits.Requests {
+		t.Errorf("sent %d, server saw %d, limit %d", res.Sent, s.requests.Load(), o.Limits.Requests)
+	}
+	for _, st := range res.Steps {
+		if st.Start == l.Start {
+			t.Errorf("the launch run is among the ladder's steps")
+		}
+	}
+}
+
+func TestLaunchNeedsACapacity(t *testing.T) {
+	s := &stream{base: 2 * time.Millisecond, gap: time.Millisecond}
+	srv := newStream(t, s)
+	o := quick(srv.URL)
+	o.Concurrency = []int{1}
+	o.SLO = SLO{TTFTP99: time.Millisecond} // nothing meets it
+	o.Launch = -0.8
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Capacity != nil || res.Launch != nil {
+		t.Fatalf("capacity %+v, launch %+v", res.Capacity, res.Launch)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "launch run") {
+		t.Errorf("no note says the launch run did not run: %q", res.Notes)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 )
 
 // Schema names the JSON a probe writes.
@@ -49,8 +50,18 @@ type Result struct {
 	// load that missed the SLO (what breaks first), else the highest.
 	Diagnosis     *advisor.Diagnosis `json:"diagnosis,omitempty"`
 	DiagnosedStep int                `json:"diagnosed_step"`
-	Notes         []string           `json:"notes,omitempty"`
+	// Launch is the pre-launch run (Options.Launch): an open-loop step
+	// apart from the ladder, with LaunchDiagnosis its diagnosis.
+	Launch          *Step              `json:"launch,omitempty"`
+	LaunchDiagnosis *advisor.Diagnosis `json:"launch_diagnosis,omitempty"`
+	Notes           []string           `json:"notes,omitempty"`
+
+	launchInput *diagnosis.Input
 }
+
+// LaunchInput is what the pre-launch run read (the engine's window and its
+// requests), for a checklist; nil when it did not run.
+func (r *Result) LaunchInput() *diagnosis.Input { return r.launchInput }
 
 // TokenCount is the server's token count of a prompt of words.
 type TokenCount struct {

@@ -14,8 +14,10 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/requests"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
+	"github.com/llmdoctor/llmdoctor/diagnosis"
 	"github.com/llmdoctor/llmdoctor/rules"
 )
 
@@ -129,9 +131,11 @@ type runner struct {
 	stopped string
 	waited  int // requests the rate limit held back in the current step
 
-	metrics, gpus []string
-	scrapeClient  *http.Client
-	diagnoses     []stepDiagnosis
+	metrics, gpus   []string
+	scrapeClient    *http.Client
+	launchInput     *diagnosis.Input
+	launchDiagnosis *advisor.Diagnosis
+	diagnoses       []stepDiagnosis
 }
 
 func (r *runner) note(format string, args ...any) {
@@ -233,6 +237,42 @@ func (r *runner) run(ctx context.Context) {
 	}
 	r.sweep(ctx)
 	r.ladder(ctx)
+	if r.o.Launch != 0 {
+		r.launch(ctx)
+	}
+}
+
+// launch runs the pre-launch step: open-loop Poisson arrivals at the
+// launch rate (or a share of the capacity), with enough requests for a
+// p99, after the ladder. It is kept apart from the ladder's steps.
+func (r *runner) launch(ctx context.Context) {
+	if r.isStopped() || ctx.Err() != nil {
+		return
+	}
+	rate := r.o.Launch
+	if rate < 0 {
+		c := findCapacity(r.res.Steps)
+		if c == nil || c.Throughput <= 0 {
+			r.note("no load met the SLO: the launch run at a share of the capacity did not run")
+			return
+		}
+		rate = -r.o.Launch * c.Throughput
+	}
+	rate = min(rate, r.o.Limits.Rate)
+	n := max(LaunchRequests, r.o.StepRequests)
+	// Its time is what its requests take at its rate, with room for the
+	// last to finish, not the ladder's step time.
+	span := max(r.o.StepTime, time.Duration(1.5*float64(n)/rate*float64(time.Second))+r.o.Limits.RequestTimeout)
+	st, w, ok := r.runStep(ctx, rate, n, true, span)
+	if !ok {
+		return
+	}
+	d, in := r.diagnoseStep(&st, w)
+	r.res.Launch = &st
+	r.launchDiagnosis, r.launchInput = d, in
+	if ctx.Err() != nil {
+		r.stopForContext(ctx)
+	}
 }
 
 // warmup sends short and long prompts, discarded from the figures, and
@@ -364,7 +404,7 @@ func (r *runner) refine(ctx context.Context) {
 
 // step runs one load of the ladder and keeps it.
 func (r *runner) step(ctx context.Context, load float64, n int, refined bool) *Step {
-	st, w, ok := r.runStep(ctx, load, n, r.plan.OpenLoop)
+	st, w, ok := r.runStep(ctx, load, n, r.plan.OpenLoop, r.o.StepTime)
 	if !ok {
 		return nil
 	}
@@ -385,17 +425,17 @@ func (r *runner) step(ctx context.Context, load float64, n int, refined bool) *S
 
 // runStep runs one load: closed loop (load requests in flight, each
 // replaced when it ends) or open loop (Poisson arrivals at load per
-// second), until its n requests are done or StepTime passes; the engine's
+// second), until its n requests are done or stepTime passes; the engine's
 // metrics are scraped meanwhile. It reports false when ctx stopped it
 // before any request completed.
-func (r *runner) runStep(ctx context.Context, load float64, n int, open bool) (Step, *window.Window, bool) {
+func (r *runner) runStep(ctx context.Context, load float64, n int, open bool, stepTime time.Duration) (Step, *window.Window, bool) {
 	st := Step{Load: load, OpenLoop: open, Start: time.Since(r.start).Seconds()}
 	kind := "concurrency"
 	if st.OpenLoop {
 		kind = "rate"
 	}
 	r.progress("load %s %g: %d requests", kind, load, n)
-	sctx, cancel := context.WithTimeout(ctx, r.o.StepTime)
+	sctx, cancel := context.WithTimeout(ctx, stepTime)
 	defer cancel()
 	r.mu.Lock()
 	r.waited = 0
@@ -475,7 +515,7 @@ func (r *runner) runStep(ctx context.Context, load float64, n int, open bool) (S
 	r.mu.Unlock()
 	st.ClientLimited = float64(waited) > 0.1*float64(max(1, len(samples))) || float64(held) > 0.1*float64(max(1, len(samples)))
 	if sctx.Err() != nil && ctx.Err() == nil && len(samples) < n {
-		r.note("%s %g: the step's time (%s) ran out after %d of %d requests", kind, load, r.o.StepTime, len(samples), n)
+		r.note("%s %g: the step's time (%s) ran out after %d of %d requests", kind, load, stepTime, len(samples), n)
 	}
 	summariseStep(&st, r.o.SLO, r.o.Limits.ErrorRate)
 	return st, w, true

@@ -38,6 +38,8 @@ type pageProbe struct {
 	Steps                         []pageProbeStep
 	HasStages, HasVerdicts        bool
 	Sent, SLO                     string
+	Launch, LaunchClass           string
+	LaunchMeets                   bool
 	Notes                         []string
 	Diagnosis                     *pageTarget
 	DiagnosisHeading              string
@@ -70,7 +72,11 @@ func ProbeHTML(w io.Writer, r *probe.Result, o Options) error {
 	}
 	p := newPage(strings.TrimSpace(v.CapacityWord+" · "+target)+" · llmdoctor probe", "llmdoctor probe", o)
 	pp := &pageProbe{Target: target, Capacity: v.Capacity, Band: v.Band, Breaks: v.Breaks, Stopped: v.Stopped,
-		Knee: v.Knee, Stages: v.Stages, Sent: v.Sent, SLO: v.SLO, Notes: v.Notes, LoadWord: "concurrency"}
+		Knee: v.Knee, Stages: v.Stages, Sent: v.Sent, SLO: v.SLO, Notes: v.Notes, LoadWord: "concurrency",
+		Launch: v.Launch, LaunchMeets: v.LaunchMeets, LaunchClass: "critical"}
+	if v.LaunchMeets {
+		pp.LaunchClass = "ok"
+	}
 	if r.Plan.OpenLoop {
 		pp.LoadWord = "rate"
 	}

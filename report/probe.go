@@ -95,6 +95,14 @@ func ProbeText(w io.Writer, r *probe.Result, o Options) error {
 			p.wrap("  ", st.dim.Render(v.Stages))
 		}
 	}
+	if v.Launch != "" {
+		p.section("Pre-launch run")
+		mark := st.ok.Render("✓")
+		if !v.LaunchMeets {
+			mark = st.crit.Render("✗")
+		}
+		p.wrap("  ", mark+" "+v.Launch)
+	}
 	p.section("Requests")
 	p.wrap("  ", v.Sent)
 	p.wrap("  ", "judged against "+v.SLO)

@@ -68,6 +68,13 @@ func SlackProbe(r *probe.Result, o SlackOptions) []SlackMessage {
 		}
 		b.add(slackSection(cutMrkdwn("```"+esc(strings.Join(rows, "\n"))+"```", 2900)))
 	}
+	if v.Launch != "" {
+		mark := "✓"
+		if !v.LaunchMeets {
+			mark = "✗"
+		}
+		b.add(slackSection(cutMrkdwn("*Pre-launch run* "+mark+" "+esc(v.Launch), 1500)))
+	}
 	if v.Diagnosis != nil {
 		var steps []string
 		for i, s := range v.Diagnosis.FirstSteps() {

@@ -101,7 +101,7 @@ func parseCompletionRequest(body []byte, chat bool) (*completionRequest, error) 
 			}
 			return nil, fmt.Errorf("%s must not be a JSON %s", typ.Field, typ.Value)
 		}
-		return nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+		return nil, fmt.Errorf("the request body is not a JSON object: %w", err)
 	}
 	req := &completionRequest{Chat: chat, Model: raw.Model, Stream: raw.Stream, IgnoreEOS: raw.IgnoreEOS,
 		MaxTokens: defaultMaxTokens}
@@ -119,7 +119,7 @@ func parseCompletionRequest(body []byte, chat bool) (*completionRequest, error) 
 		for i, m := range raw.Messages {
 			text, err := messageText(m.Content)
 			if err != nil {
-				return nil, fmt.Errorf("messages[%d].content: %v", i, err)
+				return nil, fmt.Errorf("messages[%d].content: %w", i, err)
 			}
 			req.tokens = append(req.tokens, "\x00"+m.Role)
 			req.tokens = appendTokens(req.tokens, text)

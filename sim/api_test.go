@@ -122,7 +122,7 @@ func stream(ctx context.Context, url, body string) (*streamed, error) {
 			Usage *usage `json:"usage"`
 		}
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			return out, fmt.Errorf("chunk %q: %v", data, err)
+			return out, fmt.Errorf("chunk %q: %w", data, err)
 		}
 		out.objects = append(out.objects, c.Object)
 		if c.Usage != nil {

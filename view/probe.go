@@ -42,6 +42,11 @@ type Probe struct {
 	Knee            string
 	// Steps are the ladder's rows, by load.
 	Steps []ProbeStep
+	// Launch is the pre-launch run in one line (its rate, what it met and
+	// its verdict); empty when it did not run. LaunchMeets says whether
+	// it met the SLO.
+	Launch      string
+	LaunchMeets bool
 	// Stages says whether the steps are split by the engine's metrics.
 	Stages string
 	// Sent counts requests; Stopped says why the probe ended early.
@@ -192,6 +197,9 @@ func ProbeOf(r *probe.Result) Probe {
 		v.Steps = append(v.Steps, ps)
 	}
 	v.Steps = orderSteps(v.Steps, r)
+	if l := r.Launch; l != nil {
+		v.Launch, v.LaunchMeets = launchLine(r), l.MeetsSLO
+	}
 	v.Sent = fmt.Sprintf("%d requests sent in %s (limit %d)", r.Sent, units.Duration(math.Round(r.Seconds)),
 		r.Plan.Limits.Requests)
 	if r.Failed > 0 {
@@ -204,6 +212,35 @@ func ProbeOf(r *probe.Result) Probe {
 		v.Stopped = "stopped early: " + r.Stopped + "; everything above is what was measured before"
 	}
 	return v
+}
+
+// launchLine says what the pre-launch run measured: its open-loop rate
+// (and its share of the capacity), its p99s against the SLO, and its
+// verdict.
+func launchLine(r *probe.Result) string {
+	l := r.Launch
+	share := ""
+	if r.Plan.Launch < 0 {
+		share = fmt.Sprintf(" (%s of the capacity's throughput)", units.WholePercent(-r.Plan.Launch))
+	}
+	s := fmt.Sprintf("open-loop %s/s%s, %d requests", rate(l.Load), share, l.Completed)
+	if l.Failed > 0 {
+		s += fmt.Sprintf(" (%d failed)", l.Failed)
+	}
+	s += fmt.Sprintf(": TTFT p99 %s, ITL p99 %s, end-to-end p99 %s, %s req/s", dur(l.TTFT.P99, l.TTFT.N),
+		dur(l.ITL.P99, l.ITL.N), dur(l.E2E.P99, l.E2E.N), rate(l.Throughput))
+	if l.MeetsSLO {
+		s += "; within the SLO"
+	} else {
+		s += "; missed " + strings.Join(l.Misses, ", ")
+		if l.TooManyErrors {
+			s += fmt.Sprintf("; %d of %d requests failed", l.Failed, l.Sent)
+		}
+	}
+	if l.Verdict != "" {
+		s += "; engine verdict: " + l.Verdict
+	}
+	return s
 }
 
 // orderSteps puts the rows in load order (refined steps were run last).
@@ -264,6 +301,13 @@ func ProbePlanLine(p probe.Plan) string {
 		p.PromptTokens[0], p.PromptTokens[1], p.OutputTokens, apiPath(p.API))
 	if p.Refine && !p.OpenLoop {
 		s += "; loads between the last that meets the SLO and the first that does not are added within the limits"
+	}
+	switch {
+	case p.Launch < 0:
+		s += fmt.Sprintf("; then the pre-launch run, open loop at %s of the capacity's throughput (%d requests)",
+			units.WholePercent(-p.Launch), p.LaunchRequests)
+	case p.Launch > 0:
+		s += fmt.Sprintf("; then the pre-launch run, open loop at %s/s (%d requests)", units.Number(p.Launch), p.LaunchRequests)
 	}
 	return s + "."
 }

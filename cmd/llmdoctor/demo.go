@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/probe"
 	"github.com/llmdoctor/llmdoctor/report"
 	"github.com/llmdoctor/llmdoctor/rules"
 	"github.com/llmdoctor/llmdoctor/sim"
@@ -27,6 +28,8 @@ func newDemo() *cobra.Command {
 		list                 bool
 		engineName           string
 		wf                   whatifFlags
+		probeOn              bool
+		probeSLO             string
 	)
 	c := &cobra.Command{
 		Use:   "demo",
@@ -35,18 +38,35 @@ func newDemo() *cobra.Command {
 			"vLLM's names, or SGLang's with --engine sglang) over HTTP through the same collector as\n" +
 			"diagnose --target, and prints the diagnosis. Each scrape advances the simulator's\n" +
 			"clock, so a 15-minute window takes a second. --list names the scenarios, each\n" +
-			"a bottleneck the diagnosis should find; --scenario also takes your own file." +
+			"a bottleneck the diagnosis should find; --scenario also takes your own file.\n\n" +
+			"With --probe the simulator instead runs in real time with no traffic of its own and\n" +
+			"answers the OpenAI API, and llmdoctor probe measures it end to end over HTTP: the\n" +
+			"prompt-length sweep, the load ladder (up to 48 concurrent requests, 64 output tokens\n" +
+			"each) and the capacity at the SLO, with the first load past it diagnosed. It takes\n" +
+			"under a minute. Its SLO is diagnose's with a TTFT p99 of 1s, which the queue-bound\n" +
+			"scenario breaks within the ladder." +
 			exitStatus(exitRan, exitBadUsage),
 		Example: "  llmdoctor demo\n" +
 			"  llmdoctor demo --list\n" +
 			"  llmdoctor demo --scenario kv-capacity --details\n" +
-			"  llmdoctor demo --scenario decode-bound --engine sglang --format html > report.html",
+			"  llmdoctor demo --scenario decode-bound --engine sglang --format html > report.html\n" +
+			"  llmdoctor demo --probe --slo ttft_p99=500ms",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if list {
 				return listScenarios(cmd.OutOrStdout())
 			}
-			outs, err := out.parse(report.DiagnosisDoc)
+			if !probeOn && cmd.Flags().Changed("slo") {
+				return usageErr("--slo is for --probe: the diagnosis judges against the configuration's SLO")
+			}
+			if probeOn && wf.on {
+				return usageErr("--whatif predicts a diagnosis's next steps: give it without --probe")
+			}
+			doc := report.DiagnosisDoc
+			if probeOn {
+				doc = report.ProbeDoc
+			}
+			outs, err := out.parse(doc)
 			if err != nil {
 				return err
 			}
@@ -73,6 +93,18 @@ func newDemo() *cobra.Command {
 			if sc.Exposes, err = simEngine(engineName); err != nil {
 				return err
 			}
+			if probeOn {
+				res, err := demoProbe(cmd, sc, set, cfg, probeSLO)
+				if err != nil {
+					return err
+				}
+				if err := out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
+					return r.Probe(w, res, opt)
+				}); err != nil {
+					return err
+				}
+				return out.postProbe(cmd.Context(), cmd.ErrOrStderr(), res)
+			}
 			d, err := runDemo(cmd.Context(), sc, set, cfg)
 			if err != nil {
 				return &exitError{2, err.Error()}
@@ -90,10 +122,58 @@ func newDemo() *cobra.Command {
 	f.StringVar(&scenario, "scenario", "queue-bound", "scenario name (see --list) or a scenario .yaml file (- for stdin)")
 	f.StringVar(&engineName, "engine", "vllm", "whose metric names the simulator serves: "+strings.Join(sim.Exposures, " or "))
 	f.BoolVar(&list, "list", false, "list the built-in scenarios")
+	f.BoolVar(&probeOn, "probe", false, "probe the simulator over its OpenAI API in real time instead (llmdoctor probe, end to end)")
+	f.StringVar(&probeSLO, "slo", "ttft_p99=1s", "with --probe: targets a load must meet, on top of diagnose's ("+probe.DefaultSLO().String()+")")
 	out.add(f, report.DiagnosisDoc)
 	addRuleFlags(f, &configPath, &rulesDirs)
 	wf.add(f, true)
 	return c
+}
+
+// demoProbe serves the scenario's engine in real time on a loopback port,
+// with no traffic of its own, and probes it as probe --target does; the
+// limits suit a simulator on this machine, not someone's server.
+func demoProbe(cmd *cobra.Command, sc *sim.Scenario, set *rules.Set, cfg *rules.Config, slo string) (*probe.Result, error) {
+	o := probe.Options{Rules: set, Config: cfg, Seed: 1, OutputTokens: 64, StepRequests: 16, Limits: probe.DefaultLimits()}
+	o.Limits.Concurrency, o.Limits.Rate = 48, 200
+	var err error
+	if o.SLO, err = probe.ParseSLO(slo, probe.DefaultSLO()); err != nil {
+		return nil, usageErr("--slo %w", err)
+	}
+	e, err := sim.New(sim.NoTraffic(sc), false)
+	if err != nil {
+		return nil, &exitError{2, err.Error()}
+	}
+	srv := sim.NewServer(e, 0, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, &exitError{2, fmt.Sprintf("cannot listen on loopback: %v", err)}
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(ln) // ErrServerClosed once closed
+	}()
+	defer func() {
+		_ = srv.Close() // ends streams still open; never fails
+		_ = hs.Close()
+		<-done
+	}()
+	o.Target = "http://" + ln.Addr().String()
+	stderr := cmd.ErrOrStderr()
+	note(stderr, "probing the simulated %s (%s) on %s over HTTP in real time; Ctrl-C stops and reports what was measured\n",
+		sc.Name, e.ServedModel(), o.Target)
+	o.Progress = func(line string) {
+		if isTerminal(stderr) {
+			note(stderr, "%s\n", line)
+		}
+	}
+	res, err := probe.Run(cmd.Context(), o)
+	if err != nil {
+		return nil, &exitError{2, err.Error()}
+	}
+	return res, nil
 }
 
 func listScenarios(w io.Writer) error {

@@ -169,14 +169,14 @@ func ReadResult(path string) (*probe.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
 		z, err := gzip.NewReader(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		defer z.Close()
+		defer func() { _ = z.Close() }() // read only; a bad stream fails Decode
 		r = z
 	}
 	var res probe.Result

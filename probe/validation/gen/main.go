@@ -67,11 +67,11 @@ func write(path string, v any) error {
 	z, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
 	enc := json.NewEncoder(z)
 	if err := enc.Encode(v); err != nil {
-		f.Close()
+		_ = f.Close() // the encode error is the one to report
 		return err
 	}
 	if err := z.Close(); err != nil {
-		f.Close()
+		_ = f.Close() // the gzip error is the one to report
 		return err
 	}
 	return f.Close()
