@@ -23,6 +23,7 @@ import (
 
 	"github.com/llmdoctor/llmdoctor/internal/testkit/promtest"
 	"github.com/llmdoctor/llmdoctor/internal/units"
+	"github.com/llmdoctor/llmdoctor/probe/validation"
 	"github.com/llmdoctor/llmdoctor/sim"
 	"github.com/llmdoctor/llmdoctor/simrun/accuracy"
 )
@@ -362,6 +363,12 @@ var foreignFlags = func() map[string]bool {
 			for _, x := range flag.FindAllString(t, -1) {
 				m[x] = true
 			}
+		}
+	}
+	// The peer simulator's, as docs/probe.md's validation configures it.
+	for _, c := range validation.PeerCases {
+		for _, x := range flag.FindAllString(c.Flags, -1) {
+			m[x] = true
 		}
 	}
 	return m
