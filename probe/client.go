@@ -173,10 +173,12 @@ type Sample struct {
 	// falls back to the streamed chunks when the server sends no usage.
 	Prompt int `json:"prompt_tokens"`
 	Output int `json:"output_tokens"`
-	// Asked is the prompt length the probe aimed at.
-	Asked int     `json:"asked_prompt_tokens,omitempty"`
-	TTFT  float64 `json:"ttft"`
-	E2E   float64 `json:"e2e"`
+	// Asked is the prompt length the probe aimed at; MaxTokens the output
+	// it asked for (with ignore_eos).
+	Asked     int     `json:"asked_prompt_tokens,omitempty"`
+	MaxTokens int     `json:"max_tokens,omitempty"`
+	TTFT      float64 `json:"ttft"`
+	E2E       float64 `json:"e2e"`
 	// ITLs are the gaps between streamed chunks that carried text.
 	ITLs []float64 `json:"itls,omitempty"`
 	// Usage is whether the server reported token counts.
@@ -252,7 +254,7 @@ func (c *Client) Complete(ctx context.Context, start time.Time, prompt string, m
 	}
 	buf, _ := json.Marshal(body) // plain strings and numbers always encode
 	sent := c.now()
-	s := Sample{Start: sent.Sub(start).Seconds()}
+	s := Sample{Start: sent.Sub(start).Seconds(), MaxTokens: maxTokens}
 	fail := func(status int, why string) Sample {
 		s.Status, s.Error = status, why
 		s.Refused = status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable

@@ -26,7 +26,7 @@ func (r *runner) finish() {
 	}
 	for _, sd := range r.diagnoses {
 		if sd.step == pick {
-			res.Diagnosis, res.DiagnosedStep = sd.d, pick
+			res.Diagnosis, res.DiagnosedStep, res.diagnosedInput = sd.d, pick, sd.in
 		}
 	}
 	if c := res.Capacity; c != nil && res.Steps[c.Step].ClientLimited {

@@ -108,7 +108,7 @@ func (r *runner) diagnoseStep(st *Step, w *window.Window) (*advisor.Diagnosis, *
 	in := &diagnosis.Input{Window: w}
 	from := fmt.Sprintf("probe: concurrency %g", st.Load)
 	if st.OpenLoop {
-		from = fmt.Sprintf("probe: %g requests/s", st.Load)
+		from = fmt.Sprintf("probe: %.3g requests/s", st.Load)
 	}
 	// A ladder step at a fixed concurrency is a closed loop by design: the
 	// ladder itself finds where queueing starts, so the step does not

@@ -56,12 +56,18 @@ type Result struct {
 	LaunchDiagnosis *advisor.Diagnosis `json:"launch_diagnosis,omitempty"`
 	Notes           []string           `json:"notes,omitempty"`
 
-	launchInput *diagnosis.Input
+	launchInput, diagnosedInput *diagnosis.Input
 }
 
-// LaunchInput is what the pre-launch run read (the engine's window and its
-// requests), for a checklist; nil when it did not run.
-func (r *Result) LaunchInput() *diagnosis.Input { return r.launchInput }
+// Input is what a checklist reads from the probe: the pre-launch run's
+// window and requests when it ran, else the diagnosed step's; nil when
+// neither was measured.
+func (r *Result) Input() *diagnosis.Input {
+	if r.launchInput != nil {
+		return r.launchInput
+	}
+	return r.diagnosedInput
+}
 
 // TokenCount is the server's token count of a prompt of words.
 type TokenCount struct {

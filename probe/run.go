@@ -564,6 +564,9 @@ func records(ss []Sample) []requests.Record {
 		if !s.Usage {
 			rec.Prompt = float64(s.Asked)
 		}
+		if s.MaxTokens > 0 {
+			rec.MaxTokens = float64(s.MaxTokens)
+		}
 		if !s.OK() {
 			rec.TTFT, rec.E2E = math.NaN(), math.NaN()
 		}

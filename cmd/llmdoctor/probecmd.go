@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,24 +31,29 @@ type probeFlags struct {
 	promptTokens, outputTokens           int
 	stepRequests                         int
 	stepTime                             time.Duration
-	slo                                  string
+	slo, launch                          string
 	seed                                 int64
 	limits                               probe.Limits
 }
 
-// add declares the flags; withTarget adds --target (demo --probe has its
-// own server).
-func (p *probeFlags) add(f *pflag.FlagSet, withTarget bool) {
+// add declares the flags. checklist --probe has --target, --dcgm,
+// --target-header and --slo of its own, and runs the pre-launch run by
+// default.
+func (p *probeFlags) add(f *pflag.FlagSet, forChecklist bool) {
 	d := probe.DefaultLimits()
-	if withTarget {
+	if !forChecklist {
 		f.StringVar(&p.target, "target", "", "the server to probe: its URL (OpenAI-compatible: vLLM, SGLang, llm-d-inference-sim, llmdoctor sim)")
-		f.StringVar(&p.apiKeyEnv, "api-key-env", "", "environment variable holding the API key to send as a bearer token (never printed)")
-		f.StringVar(&p.apiKeyFile, "api-key-file", "", "file holding the API key (- for stdin; never printed)")
 		f.StringArrayVar(&p.headers, "header", nil, "header \"Name: value\" sent with every request and scrape; repeatable")
-		f.StringArrayVar(&p.metrics, "metrics", nil, "the engine's /metrics to scrape during the ladder (default: the target's own); repeatable")
-		f.BoolVar(&p.noMetrics, "no-metrics", false, "do not scrape the engine's /metrics")
 		f.StringArrayVar(&p.dcgm, "dcgm", nil, "dcgm-exporter endpoint scraped alongside; repeatable")
+		f.StringVar(&p.slo, "slo", "", "targets a load must meet: ttft_p99, itl_p99, tpot_p50, e2e_p99, e.g. ttft_p99=2s,itl_p99=100ms (default diagnose's: "+probe.DefaultSLO().String()+")")
+		f.StringVar(&p.launch, "launch", "", "after the ladder, a pre-launch run: open-loop Poisson arrivals at a rate (5 requests/s) or a share of the capacity's throughput (80%), at least "+fmt.Sprint(probe.LaunchRequests)+" requests")
+	} else {
+		f.StringVar(&p.launch, "launch", "80%", "the pre-launch run's open-loop rate (requests/s) or share of the capacity's throughput (80%); 0 skips it")
 	}
+	f.StringVar(&p.apiKeyEnv, "api-key-env", "", "environment variable holding the API key to send as a bearer token (never printed)")
+	f.StringVar(&p.apiKeyFile, "api-key-file", "", "file holding the API key (- for stdin; never printed)")
+	f.StringArrayVar(&p.metrics, "metrics", nil, "the engine's /metrics to scrape during the ladder (default: the target's own); repeatable")
+	f.BoolVar(&p.noMetrics, "no-metrics", false, "do not scrape the engine's /metrics")
 	f.StringVar(&p.model, "model", "", "model to ask for (default: the first /v1/models lists)")
 	f.BoolVar(&p.chat, "chat", false, "probe /v1/chat/completions instead of /v1/completions")
 	f.IntSliceVar(&p.lengths, "lengths", nil, "prompt lengths of the sweep at concurrency 1, in tokens (default 128,512,1024,2048,4096)")
@@ -59,7 +67,6 @@ func (p *probeFlags) add(f *pflag.FlagSet, withTarget bool) {
 	f.IntVar(&p.stepRequests, "step-requests", 24, "least requests per load (at least four per concurrent request)")
 	f.DurationVar(&p.stepTime, "step-time", time.Minute, "longest time one load runs")
 	f.BoolVar(&p.noRefine, "no-refine", false, "do not add loads between the last that met the SLO and the first that did not")
-	f.StringVar(&p.slo, "slo", "", "targets a load must meet: ttft_p99, itl_p99, tpot_p50, e2e_p99, e.g. ttft_p99=2s,itl_p99=100ms (default diagnose's: "+probe.DefaultSLO().String()+")")
 	f.Int64Var(&p.seed, "seed", 0, "seed of the prompts and arrivals (default: from the clock)")
 	f.IntVar(&p.limits.Requests, "max-requests", d.Requests, "most requests the probe sends, warm-up included")
 	f.Float64Var(&p.limits.Rate, "max-rate", d.Rate, "most requests started per second")
@@ -87,6 +94,9 @@ func (p *probeFlags) options(in *input) (probe.Options, error) {
 		return o, usageErr("--slo %w", err)
 	}
 	o.SLO = slo
+	if o.Launch, err = parseLaunch(p.launch); err != nil {
+		return o, err
+	}
 	if len(p.headers) > 0 {
 		o.Header = http.Header{}
 		for _, h := range p.headers {
@@ -118,6 +128,28 @@ func (p *probeFlags) options(in *input) (probe.Options, error) {
 		return o, usageErr("%w", err)
 	}
 	return o, nil
+}
+
+// parseLaunch reads --launch: a rate in requests per second, or a share of
+// the capacity's throughput as a percentage (returned negative, as
+// probe.Options.Launch takes it); empty or 0 is none.
+func parseLaunch(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	if pct, ok := strings.CutSuffix(s, "%"); ok {
+		x, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
+		if err != nil || !(x > 0 && x <= 100) {
+			return 0, usageErr("--launch %q: a share of the capacity is a percentage above 0 and at most 100", s)
+		}
+		return -x / 100, nil
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0, usageErr("--launch %q: want requests per second like 5, or a share of the capacity like 80%%", s)
+	}
+	return x, nil
 }
 
 // secrets are what no output may show: the key and header values.
@@ -201,28 +233,44 @@ func newProbe() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	p.add(f, true)
+	p.add(f, false)
 	addRuleFlags(f, &cfg.path, &cfg.dirs)
 	out.add(f, report.ProbeDoc)
 	return c
 }
 
-// runProbe prints the plan when asked (or when the target is not this
-// machine), probes, and writes the outputs.
+// runProbe probes and writes the outputs.
 func runProbe(cmd *cobra.Command, o probe.Options, p *probeFlags, out *outputFlags, outs []output) error {
+	res, done, err := probeRun(cmd, o, p)
+	if err != nil || done {
+		return err
+	}
+	sec := p.secrets(o)
+	if err := out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
+		return r.Probe(redactWriter{w, sec}, res, opt)
+	}); err != nil {
+		return err
+	}
+	return out.postProbe(cmd.Context(), cmd.ErrOrStderr(), res)
+}
+
+// probeRun prints the plan when asked (done: nothing else to do) or when
+// the target is not this machine, then probes; probe and checklist --probe
+// share it.
+func probeRun(cmd *cobra.Command, o probe.Options, p *probeFlags) (_ *probe.Result, done bool, _ error) {
 	stderr := cmd.ErrOrStderr()
 	sec := p.secrets(o)
 	plan, err := probe.MakePlan(o)
 	if err != nil {
-		return usageErr("%w", err)
+		return nil, false, usageErr("%w", err)
 	}
 	if p.dryRun {
-		return report.ProbePlanText(cmd.OutOrStdout(), plan)
+		return nil, true, report.ProbePlanText(redactWriter{cmd.OutOrStdout(), sec}, plan)
 	}
 	if !plan.Loopback {
 		// Someone else's server: say what is about to happen first.
 		if err := report.ProbePlanText(redactWriter{stderr, sec}, plan); err != nil {
-			return err
+			return nil, false, err
 		}
 	}
 	o.Progress = func(line string) {
@@ -232,15 +280,10 @@ func runProbe(cmd *cobra.Command, o probe.Options, p *probeFlags, out *outputFla
 	}
 	res, err := probe.Run(cmd.Context(), o)
 	if err != nil {
-		return &exitError{2, sec.String(err.Error())}
+		return nil, false, &exitError{2, sec.String(err.Error())}
 	}
 	if res.Stopped == probe.StopInterrupted {
 		note(stderr, "stopped: reporting what was measured\n")
 	}
-	if err := out.write(cmd.OutOrStdout(), outs, func(r report.Renderer, w io.Writer, opt report.Options) error {
-		return r.Probe(redactWriter{w, sec}, res, opt)
-	}); err != nil {
-		return err
-	}
-	return out.postProbe(cmd.Context(), stderr, res)
+	return res, false, nil
 }
