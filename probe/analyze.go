@@ -248,15 +248,22 @@ type Capacity struct {
 	Surely bool `json:"surely"`
 }
 
-// findCapacity picks the highest load that met the SLO, with the next load
-// up that did not.
+// findCapacity picks the highest load that met the SLO with every load
+// below it, and the next load up, which did not.
 func findCapacity(steps []Step) *Capacity {
 	idx := ByLoad(steps)
+	// The highest load below the first that missed: a load above a miss
+	// that met the SLO (noise, or a burst that fell another way) is not
+	// what a launch can count on.
 	best := -1
 	for _, i := range idx {
-		if steps[i].MeetsSLO {
-			best = i
+		if steps[i].Completed == 0 {
+			continue
 		}
+		if !steps[i].MeetsSLO {
+			break
+		}
+		best = i
 	}
 	if best < 0 {
 		return nil

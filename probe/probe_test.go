@@ -221,3 +221,18 @@ func TestLaunchNeedsACapacity(t *testing.T) {
 		t.Errorf("no note says the launch run did not run: %q", res.Notes)
 	}
 }
+
+// A load that met the SLO above one that missed it is not the capacity:
+// the capacity is the highest load below the first miss.
+func TestCapacityStopsAtTheFirstMiss(t *testing.T) {
+	step := func(load float64, meets bool) Step {
+		return Step{Load: load, Completed: 24, Throughput: load, MeetsSLO: meets}
+	}
+	c := findCapacity([]Step{step(1, true), step(2, true), step(8, true), step(4, false), step(3, true)})
+	if c == nil || c.Load != 3 || c.Broke != 3 || c.AtLeast {
+		t.Fatalf("capacity %+v, want load 3 broken at step 3 (load 4)", c)
+	}
+	if c := findCapacity([]Step{step(1, false), step(2, true)}); c != nil {
+		t.Errorf("capacity %+v above a miss at the lowest load", c)
+	}
+}

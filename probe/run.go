@@ -373,23 +373,17 @@ func (r *runner) ladder(ctx context.Context) {
 	}
 }
 
-// refine bisects the concurrency between the highest load that met the
-// SLO and the lowest above it that did not, down to a step of an eighth
-// of the lower load (at least 1), at most three steps.
+// refine bisects the concurrency between the capacity (the highest load
+// below the first that missed the SLO) and that first miss, down to a
+// step of an eighth of the lower load (at least 1), at most three steps.
 func (r *runner) refine(ctx context.Context) {
 	for range 3 {
-		lo, hi := 0.0, math.Inf(1)
-		for _, s := range r.res.Steps {
-			if s.MeetsSLO && s.Load > lo {
-				lo = s.Load
-			}
+		c := findCapacity(r.res.Steps)
+		if c == nil || c.Broke < 0 {
+			return
 		}
-		for _, s := range r.res.Steps {
-			if !s.MeetsSLO && s.Completed > 0 && s.Load > lo && s.Load < hi {
-				hi = s.Load
-			}
-		}
-		if lo == 0 || math.IsInf(hi, 1) || hi-lo <= math.Max(1, lo/8) {
+		lo, hi := c.Load, r.res.Steps[c.Broke].Load
+		if hi-lo <= math.Max(1, lo/8) {
 			return
 		}
 		mid := math.Round((lo + hi) / 2)
