@@ -268,6 +268,38 @@ var readmeUsage = map[string]func(t *testing.T){
 			}
 		}
 	},
+	"llmdoctor probe --target http://127.0.0.1:8000 [--slo ttft_p99=1s,itl_p99=80ms] [--rates 2,4,8] [--launch 80%] [--dry-run]": func(t *testing.T) {
+		url, sent := serveSimAPI(t, "queue-bound", 10)
+		args := []string{"probe", "--target", url, "--slo", "ttft_p99=1s,itl_p99=80ms", "--rates", "2,4,8", "--launch", "80%", "--dry-run"}
+		if out := runs(t, ran, args...); !strings.Contains(strings.Join(strings.Fields(out), " "), "open-loop rate per second 2 (60), 4 (120), 8 (240)") || sent.Load() != 0 {
+			t.Errorf("probe --dry-run sent %d:\n%s", sent.Load(), out)
+		}
+		if testkit.Heavy() {
+			// The simulator runs ten times real time: rates ten times the
+			// line's keep the run short.
+			out := runs(t, ran, "probe", "--target", url, "--slo", "ttft_p99=1s,itl_p99=80ms", "--rates", "20,40,80",
+				"--max-rate", "200", "--step-time", "3s", "--launch", "80%", "--color", "never")
+			if !strings.Contains(out, "CAPACITY") || !strings.Contains(out, "Pre-launch run") {
+				t.Errorf("probe --rates --launch:\n%s", out)
+			}
+		}
+	},
+	"llmdoctor checklist --probe --target http://127.0.0.1:8000 [--slo ttft_p99=1s] [--launch 80%] [--max-requests 1000]": func(t *testing.T) {
+		url, sent := serveSimAPI(t, "queue-bound", 10)
+		if out := runs(t, ran, "checklist", "--probe", "--target", url, "--slo", "ttft_p99=1s", "--launch", "80%", "--max-requests", "1000", "--dry-run"); !strings.Contains(out, "the pre-launch run") || sent.Load() != 0 {
+			t.Errorf("checklist --probe --dry-run sent %d:\n%s", sent.Load(), out)
+		}
+		// The whole run: TestChecklistProbeChecksThePreLaunchRun.
+	},
+	"llmdoctor demo --probe [--slo ttft_p99=1s]       (the probe end to end against the built-in simulator, under a minute)": func(t *testing.T) {
+		if !testkit.Heavy() {
+			t.Skip("demo --probe runs in real time (under a minute): " + testkit.HeavyEnv + "=1")
+		}
+		out := runs(t, ran, "demo", "--probe", "--slo", "ttft_p99=1s", "--color", "never")
+		if !strings.Contains(out, "✓ CAPACITY concurrency 32") || !strings.Contains(out, "(the first load past the SLO): queueing") {
+			t.Errorf("demo --probe:\n%s", out)
+		}
+	},
 	`llmdoctor docs man DIR                           (a man page per command, from its help text)`: func(t *testing.T) {
 		dir := t.TempDir()
 		runs(t, ran, "docs", "man", dir)
