@@ -236,3 +236,32 @@ func TestCapacityStopsAtTheFirstMiss(t *testing.T) {
 		t.Errorf("capacity %+v above a miss at the lowest load", c)
 	}
 }
+
+// Refinement does not eat the pre-launch run's requests.
+func TestRefinementKeepsTheLaunchRunsRequests(t *testing.T) {
+	// Two slots, a request about 27 ms: concurrency 4 waits a whole one.
+	s := &stream{base: 5 * time.Millisecond, perToken: 20 * time.Microsecond, gap: 3 * time.Millisecond,
+		slots: make(chan struct{}, 2)}
+	srv := newStream(t, s)
+	o := quick(srv.URL)
+	o.SLO = SLO{TTFTP99: 20 * time.Millisecond}
+	o.Launch = -0.8
+	// Warm-up 2, sweep 6, ladder 8+8+16: 40; the launch keeps 200; the
+	// refinement to 3 (12 requests) does not fit in 245.
+	o.Limits.Requests = 245
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Capacity; c == nil || c.Broke < 0 {
+		t.Fatalf("capacity %+v: the test needs a load that broke the SLO", c)
+	}
+	for _, st := range res.Steps {
+		if st.Refined {
+			t.Errorf("a refined load %g ran with %d requests left for a 200-request launch run", st.Load, o.Limits.Requests-res.Sent)
+		}
+	}
+	if res.Launch == nil || res.Launch.Sent != LaunchRequests || !strings.Contains(strings.Join(res.Notes, "\n"), "keeps 200 requests for the pre-launch run") {
+		t.Errorf("launch %+v, notes %q", res.Launch, res.Notes)
+	}
+}

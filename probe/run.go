@@ -390,7 +390,13 @@ func (r *runner) refine(ctx context.Context) {
 		if mid <= lo || mid >= hi || r.isStopped() || ctx.Err() != nil {
 			return
 		}
-		if r.step(ctx, mid, stepRequests(r.o.StepRequests, mid, false, r.o.StepTime), true) == nil {
+		n := stepRequests(r.o.StepRequests, mid, false, r.o.StepTime)
+		// The pre-launch run's requests are kept for it.
+		if left := int(r.left.Load()) - r.plan.LaunchRequests; r.plan.Launch != 0 && left < n {
+			r.note("concurrency %g was not measured: the request limit keeps %d requests for the pre-launch run", mid, r.plan.LaunchRequests)
+			return
+		}
+		if r.step(ctx, mid, n, true) == nil {
 			return
 		}
 	}
