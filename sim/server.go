@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -209,4 +211,24 @@ func stamp(fams []*dto.MetricFamily, ms int64) {
 			m.TimestampMs = &ms
 		}
 	}
+}
+
+// ServeLoopback serves s (metrics and the OpenAI API) on a free loopback
+// port; stop closes s, then the listener, and waits for the server to end.
+func ServeLoopback(s *Server) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot listen on loopback: %w", err)
+	}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(ln) // ErrServerClosed once closed
+	}()
+	return "http://" + ln.Addr().String(), func() {
+		_ = s.Close() // ends streams still open; never fails
+		_ = hs.Close()
+		<-done
+	}, nil
 }

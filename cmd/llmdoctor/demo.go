@@ -144,23 +144,12 @@ func demoProbe(cmd *cobra.Command, sc *sim.Scenario, set *rules.Set, cfg *rules.
 	if err != nil {
 		return nil, &exitError{2, err.Error()}
 	}
-	srv := sim.NewServer(e, 0, 1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := sim.ServeLoopback(sim.NewServer(e, 0, 1))
 	if err != nil {
-		return nil, &exitError{2, fmt.Sprintf("cannot listen on loopback: %v", err)}
+		return nil, &exitError{2, err.Error()}
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = hs.Serve(ln) // ErrServerClosed once closed
-	}()
-	defer func() {
-		_ = srv.Close() // ends streams still open; never fails
-		_ = hs.Close()
-		<-done
-	}()
-	o.Target = "http://" + ln.Addr().String()
+	defer stop()
+	o.Target = url
 	stderr := cmd.ErrOrStderr()
 	note(stderr, "probing the simulated %s (%s) on %s over HTTP in real time; Ctrl-C stops and reports what was measured\n",
 		sc.Name, e.ServedModel(), o.Target)

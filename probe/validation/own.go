@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/llmdoctor/llmdoctor/probe"
 	"github.com/llmdoctor/llmdoctor/sim"
@@ -64,23 +61,12 @@ func ProbeOwn(ctx context.Context, c OwnCase) (*probe.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := sim.NewServer(e, 0, 1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := sim.ServeLoopback(sim.NewServer(e, 0, 1))
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = hs.Serve(ln) // ErrServerClosed once closed
-	}()
-	defer func() {
-		_ = srv.Close()
-		_ = hs.Close()
-		<-done
-	}()
-	o, err := ProbeOptions("http://"+ln.Addr().String(), c.SLO)
+	defer stop()
+	o, err := ProbeOptions(url, c.SLO)
 	if err != nil {
 		return nil, err
 	}
