@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -161,7 +160,8 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 				// rest of a record is its last, shorter piece, where a
 				// piece of the full width is the next record's start.
 				next := strings.TrimLeft(nx, " \t")
-				if !strings.HasPrefix(next, ",") && !(startsNumber(next) && fullWidth(pieces) && len(nx) < slices.Max(pieces)-1) {
+				w, wraps := wrapWidth(pieces)
+				if !strings.HasPrefix(next, ",") && !(startsNumber(next) && wraps && len(nx) < w-1) {
 					break
 				}
 				if _, h, w := parse(text+next, year); !h || w != "" {
@@ -268,30 +268,32 @@ func startsNumber(s string) bool {
 	return s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '.' || s[0] == '%')
 }
 
-// fullWidth reports whether a record's pieces so far are two or more of one
-// terminal width (at least 20; a piece a copy trimmed of its last space
-// one short), the last of the full width: the wrap goes on.
-func fullWidth(pieces []int) bool {
+// wrapWidth returns the terminal width a record's pieces so far were
+// wrapped at, and whether they are two or more of it (at least 20; a piece
+// a copy trimmed of its last space one short), the last of the full width:
+// the wrap goes on.
+func wrapWidth(pieces []int) (int, bool) {
 	if len(pieces) < 2 {
-		return false
+		return 0, false
 	}
-	w := slices.Max(pieces)
-	if w < 20 || pieces[len(pieces)-1] != w {
-		return false
+	w := pieces[len(pieces)-1]
+	if w < 20 {
+		return w, false
 	}
-	// A line joined in front of the head's pieces may be no piece of the wrap.
-	for len(pieces) > 1 && pieces[0] < w-1 {
+	// A line joined in front of the head's pieces may be no piece of the
+	// wrap: shorter, or longer where the copy wrapped only the record.
+	for len(pieces) > 1 && (pieces[0] < w-1 || pieces[0] > w) {
 		pieces = pieces[1:]
 	}
 	if len(pieces) < 2 {
-		return false
+		return w, false
 	}
 	for _, n := range pieces {
-		if n < w-1 {
-			return false
+		if n < w-1 || n > w {
+			return w, false
 		}
 	}
-	return true
+	return w, true
 }
 
 // ThinReadings is the fewest stats lines a log needs before its verdict is
