@@ -107,7 +107,7 @@ type RequestError struct {
 func (e *RequestError) Error() string {
 	switch {
 	case e.Err != nil:
-		return fmt.Sprintf("%s: %v", e.What, e.Err)
+		return e.What + ": " + shortNetError(e.Err)
 	case e.Body != "":
 		return fmt.Sprintf("%s: HTTP %d: %s", e.What, e.Status, e.Body)
 	}

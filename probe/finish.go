@@ -33,6 +33,13 @@ func (r *runner) finish() {
 		r.note("the probe's own rate or concurrency limit held requests back at the capacity's load: the server may take more")
 	}
 	res.LaunchDiagnosis, res.launchInput = r.launchDiagnosis, r.launchInput
+	// JSON readers get arrays, empty when nothing ran, never null.
+	if res.Steps == nil {
+		res.Steps = []Step{}
+	}
+	if res.Sweep.Samples == nil {
+		res.Sweep.Samples = []Sample{}
+	}
 	if !r.o.KeepRequests {
 		for i := range res.Steps {
 			res.Steps[i].Requests = nil

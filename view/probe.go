@@ -200,7 +200,11 @@ func ProbeOf(r *probe.Result) Probe {
 	if l := r.Launch; l != nil {
 		v.Launch, v.LaunchMeets = launchLine(r), l.MeetsSLO
 	}
-	v.Sent = fmt.Sprintf("%d requests sent in %s (limit %d)", r.Sent, units.Duration(math.Round(r.Seconds)),
+	took := r.Seconds
+	if took >= 60 {
+		took = math.Round(took)
+	}
+	v.Sent = fmt.Sprintf("%d request%s sent in %s (limit %d)", r.Sent, Plural(r.Sent), units.Duration(took),
 		r.Plan.Limits.Requests)
 	if r.Failed > 0 {
 		v.Sent += fmt.Sprintf(", %d failed", r.Failed)
