@@ -57,6 +57,8 @@ var docs = map[string]node{
 	"cond.target_e2e_p99":         {"s", "the end-to-end p99 a healthy verdict needs (default: the TTFT target + p99 output tokens × the per-token target)", "slo: in llmdoctor.yaml or --slo e2e_p99=30s; by default needs the output-length histogram"},
 	"cond.ttft_from_arrival":      {"bool", "1 while nothing contradicts that the server's TTFT starts at arrival and so holds the queue wait; 0 when queue + prefill exceed TTFT, or requests wait and end-to-end holds time outside TTFT and decode", "the engine's TTFT, queue, prefill, decode and end-to-end histograms"},
 	"cond.window_seconds":         {"s", "length of the observed window", "two snapshots, or a live scrape over a duration"},
+	"cond.speculative":            {"bool", "1 when speculative decoding runs, 0 when the engine shows it off", "the engine's speculative decoding metrics or log lines"},
+	"cond.spec_tokens":            {"tokens", "tokens drafted per request per verify step (num_speculative_tokens)", "the engine's speculative decoding draft counters"},
 
 	"stage.ttft":                     {"s", "time to first token, including queue wait and API-server time", "the engine's time-to-first-token histogram; scrape its /metrics or query Prometheus"},
 	"stage.queue":                    {"s", "time from queued to first scheduled, per request", "the engine's per-request queue-time histogram"},
@@ -120,6 +122,8 @@ var docs = map[string]node{
 	"service.ttft_p99_outlier_ratio": {"multiple", "the largest TTFT p99 of one instance divided by the median of the other instances'", "two or more instances of the same model"},
 	"service.waiting_outlier_ratio":  {"multiple", "the largest mean waiting queue of one instance, plus one, over the median of the others', plus one", "two or more instances of the same model"},
 	"service.iteration_tokens":       {"tokens", "tokens per engine step (batch size in tokens)", "the engine's tokens-per-step histogram"},
+	"service.spec_accept_length":     {"tokens", "tokens a request keeps per speculative verify step: the accepted drafts plus the target model's own (1 means no draft was ever accepted)", "the engine's speculative decoding metrics or log lines"},
+	"service.spec_acceptance":        {"ratio", "share of drafted tokens the target model accepted", "the engine's speculative decoding draft and accepted-token counters"},
 
 	"resource.kv_usage":           {"ratio", "fraction of KV cache blocks in use (averaged over engines and instances)", "the engine's KV cache usage gauge"},
 	"resource.kv_peak":            {"ratio", "highest KV cache usage of any one engine or replica at any reading (resource.kv_usage averages them)", "the engine's KV cache usage gauge"},

@@ -60,6 +60,8 @@ var DefaultKnobs = map[string]string{
 	"enable_prefix_caching":  "vLLM enable-prefix-caching / SGLang without disable-radix-cache",
 	"mixed_chunked_prefill":  "vLLM enable-chunked-prefill / SGLang enable-mixed-chunk",
 	"api_server_count":       "vLLM api-server-count / SGLang tokenizer-worker-num",
+	"speculative_decoding":   "vLLM speculative-config / SGLang speculative-algorithm",
+	"num_speculative_tokens": "vLLM num_speculative_tokens / SGLang speculative-num-steps and speculative-num-draft-tokens",
 }
 
 var (

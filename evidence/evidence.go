@@ -82,6 +82,10 @@ type Cond struct {
 	OutputMaxRatio      float64 `expr:"output_max_ratio"`
 	OpenLoop            float64 `expr:"open_loop"`
 	MaxConcurrency      float64 `expr:"max_concurrency"`
+	// Speculative is 1 when speculative decoding runs, 0 when the engine
+	// shows it off; SpecTokens the tokens drafted per request per step.
+	Speculative float64 `expr:"speculative"`
+	SpecTokens  float64 `expr:"spec_tokens"`
 }
 
 // Stage is the per-stage latency layer.
@@ -188,6 +192,11 @@ type Service struct {
 	// when it did neither.
 	Progress        float64 `expr:"progress"`
 	IterationTokens Dist    `expr:"iteration_tokens"`
+	// Under speculative decoding: tokens a request keeps per verify step
+	// (the accepted drafts and the target model's own), and the share of
+	// drafted tokens accepted.
+	SpecAcceptLength float64 `expr:"spec_accept_length"`
+	SpecAcceptance   float64 `expr:"spec_acceptance"`
 }
 
 // Resource is the hardware and cache layer.

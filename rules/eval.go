@@ -472,6 +472,14 @@ func (st *state) evalOne(r *Rule, res *Result) {
 		if !st.present(r.appliesIn) {
 			res.Notes = st.missingNotes(r, r.appliesIn)
 			res.Outcome = Insufficient
+			// Whether it applies is unknown, but a bound may show it could
+			// not fire either way.
+			if why, in := r.bounded(st); why != "" {
+				n := st.newNotes()
+				*n = Notes{Missing: res.Notes.Missing, Bound: why}
+				res.Outcome, res.Notes = Quiet, n
+				res.Evidence = r.passCites(st.v, r.appliesIn, in)
+			}
 			return
 		}
 		if ok, err := st.test(r.applies); err == nil && ok == false {

@@ -44,6 +44,8 @@ var KnobTurns = map[string][]string{
 	"kv_cache_fp8":           switchTurns,
 	"enable_prefix_caching":  switchTurns,
 	"mixed_chunked_prefill":  switchTurns,
+	"speculative_decoding":   switchTurns,
+	"num_speculative_tokens": numberTurns,
 }
 
 var (
@@ -65,6 +67,7 @@ type KnobState struct {
 var KnobStates = map[string]KnobState{
 	"enable_prefix_caching": {Field: "cond.prefix_caching", On: "prefix caching is already on", Off: "prefix caching is already off"},
 	"kv_cache_fp8":          {Field: "cond.kv_cache_fp8", On: "the KV cache is already fp8", Off: "the KV cache is already in the model's own type"},
+	"speculative_decoding":  {Field: "cond.speculative", On: "speculative decoding is already on", Off: "speculative decoding is already off"},
 }
 
 // Opposed reports whether two turns of one knob go opposite ways.

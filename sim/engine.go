@@ -30,6 +30,7 @@ type request struct {
 	firstToken, lastTk float64
 	countedPrompt      bool
 	preemptions        int
+	verifies           int // speculative verify passes
 	itls               []float64
 	streaming          bool
 	truth              requestTruth
@@ -364,9 +365,13 @@ func (e *Engine) idle(until float64) {
 	e.m.setGauges(e)
 }
 
+// work is one request's part of a step: n tokens computed, keep of them
+// kept in its KV cache (fewer under speculative decoding, where a decode
+// verifies every draft and keeps the accepted run and one token more).
 type work struct {
-	r *request
-	n int
+	r       *request
+	n, keep int
+	decode  bool
 }
 
 // step schedules one engine step (running first, then waiting, FCFS), runs
@@ -382,7 +387,11 @@ func (e *Engine) step() bool {
 	for i := 0; i < len(e.running) && budget > 0; {
 		r := e.running[i]
 		n := r.remaining()
-		if n > 1 {
+		keep, decode := n, n == 1 && r.generated > 0
+		if decode && ec.Speculative != nil {
+			n, keep = 1+ec.Speculative.Tokens, e.speculate(r)
+		}
+		if n > 1 && !decode {
 			if ec.ChunkedPrefill {
 				n = min(n, budget)
 			} else if n > budget && len(batch) > 0 {
@@ -390,10 +399,13 @@ func (e *Engine) step() bool {
 				continue
 			}
 		}
-		if !e.allocateOrPreempt(r, n) {
+		if !decode {
+			keep = n
+		}
+		if !e.allocateOrPreempt(r, keep) {
 			continue // r itself was preempted; e.running[i] is the next one
 		}
-		batch = append(batch, work{r, n})
+		batch = append(batch, work{r, n, keep, decode})
 		budget -= n
 		i++
 	}
@@ -451,7 +463,7 @@ func (e *Engine) step() bool {
 			e.admitted(r)
 		}
 		e.running = append(e.running, r)
-		batch = append(batch, work{r, n})
+		batch = append(batch, work{r, n, n, false})
 		budget -= n
 	}
 	if len(batch) == 0 {
@@ -484,12 +496,42 @@ func (e *Engine) allocateOrPreempt(r *request, n int) bool {
 // all-reduces and fixed CPU overhead, all in seconds.
 type stepCost struct {
 	mem, cmp, comm, overhead  float64
+	draft                     float64 // drafting under speculative decoding
 	bytes, flops, weightBytes float64
 	tokens                    float64
 	decodes                   int
 }
 
-func (c stepCost) gpu() float64 { return math.Max(c.mem, c.cmp) + c.comm }
+func (c stepCost) gpu() float64 { return math.Max(c.mem, c.cmp) + c.comm + c.draft }
+
+// speculate draws how many tokens a speculative decode step keeps for r:
+// the run of accepted drafts and the target model's own token, no more
+// than r still has to generate.
+func (e *Engine) speculate(r *request) int {
+	sp := e.sc.Engine.Speculative
+	accepted := 0
+	for accepted < sp.Tokens && e.rng.Float64() < sp.Acceptance {
+		accepted++
+	}
+	return min(1+accepted, r.output-r.generated)
+}
+
+// specTokens emits the k tokens a speculative step kept for r, all at the
+// step's end, as one streamed chunk.
+func (e *Engine) specTokens(r *request, k int) {
+	gap := e.now - r.lastTk
+	r.generated += k
+	e.m.tokens(gap, k)
+	if r.call != nil {
+		for range k {
+			r.call.token(e.now)
+		}
+	}
+	if e.keepRecords {
+		r.itls = append(r.itls, gap)
+	}
+	r.lastTk = e.now
+}
 
 // cost prices a batch: max(FLOPs ÷ compute, bytes ÷ bandwidth) + all-reduces + CPU overhead.
 func (e *Engine) cost(batch []work) stepCost {
@@ -501,7 +543,7 @@ func (e *Engine) cost(batch []work) stepCost {
 		c.tokens += float64(w.n)
 		attn += float64(w.n) * (ctx + float64(w.n)/2)
 		kvRead += ctx
-		if w.r.remaining() == 1 && w.n == 1 {
+		if w.decode {
 			c.decodes++
 		}
 	}
@@ -524,8 +566,14 @@ func (e *Engine) cost(batch []work) stepCost {
 		c.comm = 2 * float64(m.Layers) * per
 	}
 	c.overhead = e.sc.Engine.StepOverhead.Seconds()
+	weightRead := c.weightBytes / (e.gpu.Bandwidth * tp * bandwidthEfficiency)
 	if f := e.sc.Engine.Cost; f != nil {
 		c.mem, c.cmp, c.comm, c.overhead, c.weightBytes = f.Memory+f.PerContext*kvRead, f.PerToken*c.tokens, 0, f.Fixed, 0
+		weightRead = f.Memory
+	}
+	if sp := e.sc.Engine.Speculative; sp != nil && c.decodes > 0 {
+		// The drafter runs once per draft token for the whole batch.
+		c.draft = float64(sp.Tokens) * sp.DraftCost * weightRead
 	}
 	return c
 }
@@ -550,9 +598,20 @@ func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 	done := e.done[:0]
 	for _, w := range batch {
 		r := w.r
-		r.computed += w.n
+		r.computed += w.keep
 		if r.remaining() > 0 {
 			continue // a prefill chunk; more to come
+		}
+		if w.decode && e.sc.Engine.Speculative != nil {
+			r.verifies++
+			e.m.speculated(w.keep - 1)
+		}
+		if w.keep > 1 && w.decode {
+			e.specTokens(r, w.keep)
+			if r.generated >= r.output {
+				done = append(done, r)
+			}
+			continue
 		}
 		// The step that completes a request's KV samples its next token.
 		if !r.countedPrompt {

@@ -50,6 +50,11 @@ func (h *hist) observe(x float64) {
 	if h.mirror != nil {
 		h.mirror.observe(x)
 	}
+	h.own(x)
+}
+
+// own observes x in this family only, not its mirror.
+func (h *hist) own(x float64) {
 	h.sum += x
 	h.n++
 	if i := sort.SearchFloat64s(h.bounds, x); i < len(h.bounds) {
@@ -74,6 +79,13 @@ type metrics struct {
 	finishedPrompt, finishedGen, finishedCached float64
 	// sg is SGLang's view when the engine exposes SGLang names.
 	sg *sglangHists
+	// Speculative decoding: verify passes of one request (drafts), tokens
+	// drafted and accepted, accepted by draft position; SGLang's gauges
+	// of the recent steps' accepted length and rate.
+	specDrafts, specDraftTokens, specAccepted float64
+	specPerPos                                []float64
+	specLength, specRate                      float64
+	specVerifiesFinished                      float64
 	// The last 1000 requests' prefix lookups, for the log's hit rate.
 	recent    [1000][2]float64
 	recentIdx int
@@ -139,6 +151,40 @@ func (m *metrics) token(r *request, now float64) {
 	}
 }
 
+// tokens counts the k tokens a speculative step gave a request after a
+// gap: vLLM observes the step's gap once, SGLang splits it over the tokens.
+func (m *metrics) tokens(gap float64, k int) {
+	m.genTokens += float64(k)
+	m.itl.own(gap)
+	if m.sg != nil {
+		for range k {
+			m.sg.itl.observe(gap / float64(k))
+		}
+	}
+}
+
+// speculated counts one verify pass of one request that accepted
+// accepted drafts.
+func (m *metrics) speculated(accepted int) {
+	sp := m.e.sc.Engine.Speculative
+	if m.specPerPos == nil {
+		m.specPerPos = make([]float64, sp.Tokens)
+	}
+	m.specDrafts++
+	m.specDraftTokens += float64(sp.Tokens)
+	m.specAccepted += float64(accepted)
+	for i := range accepted {
+		m.specPerPos[i]++
+	}
+	// SGLang reports the last decode log interval's (40 steps) mean.
+	const recent = 1.0 / 400
+	if m.specLength == 0 {
+		m.specLength, m.specRate = 1+float64(accepted), float64(accepted)/float64(sp.Tokens)
+	}
+	m.specLength += recent * (1 + float64(accepted) - m.specLength)
+	m.specRate += recent * (float64(accepted)/float64(sp.Tokens) - m.specRate)
+}
+
 func (m *metrics) finished(r *request, now float64, reason string) {
 	m.finishedCount++
 	m.success[reason]++
@@ -158,6 +204,7 @@ func (m *metrics) finished(r *request, now float64, reason string) {
 	m.computed.observe(float64(r.prompt - r.cached))
 	m.finishedPrompt += float64(r.prompt)
 	m.finishedGen += float64(r.generated)
+	m.specVerifiesFinished += float64(r.verifies)
 	m.finishedCached += float64(r.cached)
 	if r.maxTokens > 0 {
 		m.maxTokens.observe(float64(r.maxTokens))
@@ -245,6 +292,17 @@ func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", m.running)
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting)
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv)
+	if c.e.sc.Engine.Speculative != nil {
+		// vLLM registers these only with a speculative config.
+		counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", m.specDrafts)
+		counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", m.specDraftTokens)
+		counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", m.specAccepted)
+		pos := prometheus.NewDesc("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position.",
+			[]string{"model_name", "engine", "position"}, nil)
+		for i, v := range m.specPerPos {
+			ch <- prometheus.MustNewConstMetric(pos, prometheus.CounterValue, v, model, "0", strconv.Itoa(i))
+		}
+	}
 	ec := c.e.sc.Engine
 	info := map[string]string{
 		"engine": "0", "block_size": strconv.Itoa(ec.BlockSize), "num_gpu_blocks": strconv.Itoa(c.e.totalBlocks),

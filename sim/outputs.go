@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -197,12 +199,20 @@ type logSample struct {
 	// capacity is the tokens the KV cache holds.
 	capacity    float64
 	kv, hitRate float64
+	// Speculative decoding: verify passes, drafted and accepted tokens,
+	// accepted per position, and SGLang's recent accepted length and rate.
+	spec                      bool
+	drafts, drafted, accepted float64
+	perPos                    []float64
+	specLength, specRate      float64
 }
 
 func (e *Engine) logSample() logSample {
 	return logSample{prompt: e.m.promptTokens, gen: e.m.genTokens, preempt: e.m.preemptions,
 		queried: e.m.prefixQueries, cached: e.m.prefixHits, capacity: float64(e.totalBlocks * e.sc.Engine.BlockSize),
-		running: len(e.running), waiting: len(e.waiting), kv: e.KVUsage(), hitRate: e.m.recentHitRate()}
+		running: len(e.running), waiting: len(e.waiting), kv: e.KVUsage(), hitRate: e.m.recentHitRate(),
+		spec: e.sc.Engine.Speculative != nil, drafts: e.m.specDrafts, drafted: e.m.specDraftTokens, accepted: e.m.specAccepted,
+		perPos: slices.Clone(e.m.specPerPos), specLength: e.m.specLength, specRate: e.m.specRate}
 }
 
 // writeLogLines prints the engine's periodic log for one interval: vLLM's
@@ -233,9 +243,13 @@ func writeSGLangLines(w *bufio.Writer, epoch time.Time, t float64, prev, cur log
 			"#running-req: %d, #queue-req: %d, input throughput (token/s): %.2f\n",
 			ts, max(1, cur.running-prev.running), int(q-cached), int(cached), cur.kv, cur.running, cur.waiting, (q-cached)/interval)
 	}
-	fmt.Fprintf(w, "[%s TP0] Decode batch, #running-req: %d, #token: %d, token usage: %.2f, cuda graph: True, "+
+	spec := ""
+	if cur.spec {
+		spec = fmt.Sprintf("accept len: %.2f, accept rate: %.2f, ", cur.specLength, cur.specRate)
+	}
+	fmt.Fprintf(w, "[%s TP0] Decode batch, #running-req: %d, #token: %d, token usage: %.2f, %scuda graph: True, "+
 		"gen throughput (token/s): %.2f, #queue-req: %d\n",
-		ts, cur.running, int(cur.kv*cur.capacity), cur.kv, (cur.gen-prev.gen)/interval, cur.waiting)
+		ts, cur.running, int(cur.kv*cur.capacity), cur.kv, spec, (cur.gen-prev.gen)/interval, cur.waiting)
 }
 
 // writeStatsLine prints vLLM V1's periodic stats line (vllm/v1/metrics/loggers.py).
@@ -248,6 +262,22 @@ func writeStatsLine(w *bufio.Writer, epoch time.Time, t float64, prev, cur logSa
 		fmt.Fprintf(w, "Preemptions: %d, ", int(p))
 	}
 	fmt.Fprintf(w, "GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%\n", 100*cur.kv, 100*cur.hitRate)
+	if d := cur.drafts - prev.drafts; cur.spec && d > 0 {
+		// vllm/v1/spec_decode/metrics.py, after the stats line.
+		acc, dr := cur.accepted-prev.accepted, cur.drafted-prev.drafted
+		pos := make([]string, len(cur.perPos))
+		for i := range cur.perPos {
+			p := cur.perPos[i]
+			if i < len(prev.perPos) {
+				p -= prev.perPos[i]
+			}
+			pos[i] = fmt.Sprintf("%.3f", p/d)
+		}
+		fmt.Fprintf(w, "(APIServer pid=4242) INFO %s [metrics.py:101] SpecDecoding metrics: Mean acceptance length: %.2f, "+
+			"Accepted throughput: %.2f tokens/s, Drafted throughput: %.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens, "+
+			"Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%\n",
+			ts.Format("01-02 15:04:05"), 1+acc/d, acc/interval, dr/interval, int(acc), int(dr), strings.Join(pos, ", "), 100*acc/dr)
+	}
 }
 
 // writeBench writes the window's requests as `vllm bench serve --save-result

@@ -135,6 +135,24 @@ func drawScenario(r *rand.Rand, i int) *Scenario {
 	return sc
 }
 
+// SpeculationShare is the share of random scenarios Speculate gives
+// speculative decoding.
+const SpeculationShare = 0.2
+
+// Speculate gives a share of random scenarios speculative decoding: 1 to 6
+// draft tokens, each accepted with a chance of 10% to 90% after the one
+// before, drafting at 2% to 15% of a weight read per token. It draws from
+// the scenario's own seed, so every other part is as RandomScenario drew it.
+func Speculate(sc *Scenario, share float64) {
+	r := rand.New(rand.NewSource(sc.Seed ^ 0x5bec))
+	if r.Float64() >= share {
+		return
+	}
+	sc.Engine.Speculative = &Speculative{Tokens: 1 + r.Intn(6), Acceptance: math.Round((0.1+0.8*r.Float64())*100) / 100,
+		DraftCost: roundTo(between(r, 0.02, 0.15), 2)}
+	sc.Description += fmt.Sprintf(", speculating %d tokens", sc.Engine.Speculative.Tokens)
+}
+
 func roundTo(x float64, digits int) float64 {
 	if x == 0 {
 		return 0

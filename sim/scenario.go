@@ -62,6 +62,23 @@ type EngineConfig struct {
 	// size, and the model and GPU may be left out.
 	Cost      *StepCost `yaml:"cost,omitempty"`
 	GPUBlocks int       `yaml:"gpu_blocks,omitempty"`
+	// Speculative, when set, runs speculative decoding.
+	Speculative *Speculative `yaml:"speculative,omitempty"`
+}
+
+// Speculative is speculative decoding as vLLM's --speculative-config and
+// SGLang's --speculative-* flags run it: each decode step drafts Tokens
+// tokens per request and verifies them in one pass of the target model,
+// which keeps the accepted run of drafts and one token of its own.
+type Speculative struct {
+	// Tokens drafted per request per step (num_speculative_tokens).
+	Tokens int `yaml:"tokens"`
+	// Acceptance is the chance each draft token is accepted, given the
+	// ones before it were.
+	Acceptance float64 `yaml:"acceptance"`
+	// DraftCost is the time to draft one token as a share of the target
+	// model's weight read: a small draft model, or an EAGLE/MTP head.
+	DraftCost float64 `yaml:"draft_cost"`
 }
 
 // StepCost is a step's time from its work, in seconds, on the roofline the
@@ -274,6 +291,10 @@ func (s *Scenario) Check() error {
 		}
 	} else if err := s.checkTraffic(); err != nil {
 		return err
+	}
+	if sp := s.Engine.Speculative; sp != nil && (sp.Tokens < 1 || sp.Tokens > 16 || !(sp.Acceptance >= 0 && sp.Acceptance <= 1) ||
+		!(sp.DraftCost >= 0 && sp.DraftCost <= 1)) {
+		return fmt.Errorf("scenario %s: engine.speculative needs tokens 1 to 16, acceptance and draft_cost 0 to 1", s.Name)
 	}
 	if s.Engine.MaxNumSeqs < 1 || s.Engine.MaxNumBatchedTokens < 1 || s.Engine.BlockSize < 1 {
 		return fmt.Errorf("scenario %s: engine limits must be positive", s.Name)

@@ -112,4 +112,10 @@ func (c sglangCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", float64(c.e.totalBlocks*ec.BlockSize))
 	gauge("sglang:page_size", "KV cache page size.", float64(ec.BlockSize))
 	gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", 0)
+	// SGLang exports its speculation gauges always, 0 without it.
+	gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", m.specLength)
+	gauge("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding.", m.specRate)
+	if ec.Speculative != nil {
+		counter("sglang:spec_verify_calls_total", "Total number of speculative verify calls of finished requests.", tok, tokV, m.specVerifiesFinished)
+	}
 }

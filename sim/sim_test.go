@@ -115,7 +115,7 @@ func TestBuiltinScenariosLoadAndFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"bursty", "cpu-overhead", "decode-bound", "healthy", "kv-capacity", "long-prompt",
-		"moe-bandwidth", "prefill-interference", "prefix-cache-miss", "queue-bound"}
+		"moe-bandwidth", "prefill-interference", "prefix-cache-miss", "queue-bound", "speculation-not-paying"}
 	var got []string
 	for _, s := range all {
 		got = append(got, s.Name)

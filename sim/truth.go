@@ -44,6 +44,9 @@ type truthAccumulator struct {
 	// Decode stream-seconds (step time × streams decoding in it) by what
 	// bounded the step; mixed counts steps that also carried prefill work.
 	decodeMem, decodeCmp, decodeComm, decodeOverhead, decodeMixed, decodeAll float64
+	// Under speculative decoding: decode stream-seconds and tokens kept,
+	// and what the same steps would have taken and given without it.
+	specTime, specTokens, plainTime, plainTokens float64
 }
 
 // GroundTruth is what the simulator knows about the requests that finished
@@ -76,6 +79,11 @@ type GroundTruth struct {
 	// PrefixDefeated: the workload shares a system prompt that the server
 	// cannot reuse (a per-request string early in it, or prefix caching off).
 	PrefixDefeated bool
+	// SpecGain is, under speculative decoding, how many times faster a
+	// decoding stream got its tokens than the same steps would have given
+	// them without it (below 1: speculation cost more than it saved); 0
+	// without speculative decoding.
+	SpecGain float64
 }
 
 // WindowTruth runs a scenario the way a step-mode Server serves it to a
@@ -125,6 +133,9 @@ func (e *Engine) Truth() GroundTruth {
 			g.PrefixDefeated = float64(w.Prefix.Tokens) >= 0.25*g.Prompt
 		}
 	}
+	if a.specTime > 0 && a.specTokens > 0 && a.plainTokens > 0 {
+		g.SpecGain = (a.plainTime / a.plainTokens) / (a.specTime / a.specTokens)
+	}
 	if t := a.decodeAll; t > 0 {
 		g.DecodeMemory, g.DecodeCompute, g.DecodeComm = a.decodeMem/t, a.decodeCmp/t, a.decodeComm/t
 		g.DecodeOverhead, g.DecodeMixed = a.decodeOverhead/t, a.decodeMixed/t
@@ -162,7 +173,7 @@ func (e *Engine) observeStep(batch []work, dt float64) {
 		if w.r.firstToken < 0 {
 			w.r.truth.prefillOwn += dt * float64(w.n) / e.last.tokens
 		}
-		if w.n == 1 && w.r.generated > 0 {
+		if w.decode {
 			decodes++
 		} else {
 			prefill = true
@@ -186,6 +197,9 @@ func (e *Engine) observeStep(batch []work, dt float64) {
 		if prefill {
 			a.decodeMixed += x * dt
 		}
+		if e.sc.Engine.Speculative != nil {
+			e.truthSpec(batch, dt, x)
+		}
 	}
 	if !prefill || dt <= stallStep {
 		return
@@ -194,7 +208,7 @@ func (e *Engine) observeStep(batch []work, dt float64) {
 	// decode-only step is decode's problem, not interference.
 	var only []work
 	for _, w := range batch {
-		if w.n == 1 && w.r.generated > 0 {
+		if w.decode {
 			only = append(only, w)
 		}
 	}
@@ -210,6 +224,27 @@ func (e *Engine) observeStep(batch []work, dt float64) {
 			r.truth.stallTime += dt
 		}
 	}
+}
+
+// truthSpec prices a speculative step without speculation: each decode
+// computing and keeping one token, no drafting.
+func (e *Engine) truthSpec(batch []work, dt, decodes float64) {
+	a := e.truth
+	plain := make([]work, len(batch))
+	kept := 0.0
+	for i, w := range batch {
+		plain[i] = w
+		if w.decode {
+			plain[i].n, plain[i].keep = 1, 1
+			kept += float64(w.keep)
+		}
+	}
+	c := e.cost(plain)
+	c.draft = 0
+	a.specTime += decodes * dt
+	a.specTokens += kept
+	a.plainTime += decodes * (c.gpu() + c.overhead)
+	a.plainTokens += decodes
 }
 
 // truthFinished adds a finished request to the window's sums.

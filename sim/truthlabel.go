@@ -8,21 +8,26 @@ import (
 // Thresholds of a user-visible problem in each stage. A stage's share is of
 // mean TTFT (queue, prefill, front) or of mean end-to-end (decode, stalls).
 const (
-	queueMin       = 0.05 // s of mean queue wait
-	queueShare     = 0.3
-	prefillShare   = 0.5
-	prefillTTFT    = 0.2 // s of mean TTFT
-	frontShare     = 0.3
-	frontMin       = 0.02 // s of mean front time
-	decodeShare    = 0.6
-	decodeTPOT     = 0.1  // s of median TPOT
-	decodeTarget   = 0.05 // s of median TPOT: the common interactive target
-	stallsPerReq   = 0.2
-	kvWaitShare    = 0.5  // of queue wait held by KV blocks
-	kvPreemptions  = 0.01 // preemptions per finished request
-	coScheduled    = 0.5  // of prefill time spent on other requests' work
-	boundShare     = 0.5  // of decode stream time for memory or overhead to be the bound
-	runnerUpMargin = 0.1  // a second problem this close to the first is also acceptable
+	queueMin      = 0.05 // s of mean queue wait
+	queueShare    = 0.3
+	prefillShare  = 0.5
+	prefillTTFT   = 0.2 // s of mean TTFT
+	frontShare    = 0.3
+	frontMin      = 0.02 // s of mean front time
+	decodeShare   = 0.6
+	decodeTPOT    = 0.1  // s of median TPOT
+	decodeTarget  = 0.05 // s of median TPOT: the common interactive target
+	stallsPerReq  = 0.2
+	kvWaitShare   = 0.5  // of queue wait held by KV blocks
+	kvPreemptions = 0.01 // preemptions per finished request
+	coScheduled   = 0.5  // of prefill time spent on other requests' work
+	boundShare    = 0.5  // of decode stream time for memory or overhead to be the bound
+	// specCosts: speculation gave decoding streams their tokens slower than
+	// the same steps would have without it (SpecGain below 1); within
+	// specMargin of 1 it is too close to call against the stage's own cause.
+	specCosts      = 1.0
+	specMargin     = 0.1
+	runnerUpMargin = 0.1 // a second problem this close to the first is also acceptable
 	// borderMargin: a stage within this fraction of every threshold is a
 	// problem or not depending on which requests a window counts (TTFT at
 	// the first token, the rest at the finish), so both answers are right.
@@ -122,10 +127,14 @@ func (g GroundTruth) label(k float64) TruthLabel {
 	}
 	// Slow only because of stalls: the prefills are the cause.
 	stalled := interference && g.TPOTSteady < decodeTPOT
+	costly := g.SpecGain > 0 && g.SpecGain < specCosts
 	if d >= decodeShare && g.TPOTMedian >= decodeTPOT {
 		c := "decode"
-		if stalled {
+		switch {
+		case stalled:
 			c = "prefill-interference"
+		case costly:
+			c = "speculation"
 		}
 		ps = append(ps, Problem{"decode", d, c})
 	}
@@ -139,6 +148,9 @@ func (g GroundTruth) label(k float64) TruthLabel {
 			// decode's bound is fair too.
 			l.Why = fmt.Sprintf("no problem; median TPOT %.0f ms is over the 50 ms target", 1000*g.TPOTMedian)
 			l.Also = g.decodeCauses()
+			if g.SpecGain > 0 && g.SpecGain < specCosts+specMargin {
+				l.Also = append(l.Also, "speculation")
+			}
 		}
 		return l
 	}
@@ -167,6 +179,12 @@ func (g GroundTruth) label(k float64) TruthLabel {
 			also("queueing")
 		default:
 			l.Why = fmt.Sprintf("queue %.0f%% of TTFT, held by %s", 100*q, g.queueHold())
+			if costly {
+				// Speculation that costs more than it saves is capacity
+				// lost: turning it off, or more replicas, both serve.
+				l.Why += fmt.Sprintf("; speculation gives tokens %.2f× as fast as plain decoding would", g.SpecGain)
+				also("speculation")
+			}
 		}
 	case "prefill":
 		if crowded {
@@ -183,12 +201,20 @@ func (g GroundTruth) label(k float64) TruthLabel {
 		l.Why = fmt.Sprintf("front %.0f%% of TTFT (%.0f ms)", 100*f, 1000*g.Front)
 	case "decode":
 		l.Why = fmt.Sprintf("decode %.0f%% of end-to-end, median TPOT %.0f ms", 100*d, 1000*g.TPOTMedian)
-		if stalled {
+		if top.Cause == "speculation" {
+			l.Why += fmt.Sprintf("; speculation gives tokens %.2f× as fast as plain decoding would", g.SpecGain)
+			if g.SpecGain >= specCosts-specMargin {
+				also("decode")
+			}
+		} else if stalled {
 			l.Why += fmt.Sprintf(", %.0f ms without its %.2f stalls per request", 1000*g.TPOTSteady, g.StallsPerRequest)
 			also("decode")
 		} else {
 			for _, c := range g.decodeCauses()[1:] {
 				also(c)
+			}
+			if g.SpecGain > 0 && g.SpecGain < specCosts+specMargin {
+				also("speculation")
 			}
 		}
 	case "interference":
@@ -257,6 +283,11 @@ func LabelRules() []string {
 			"(also `decode`) when the interference problem holds and the median TPOT without the stalls' time is "+
 			"under %s.", pct(boundShare), pct(boundShare), ms(decodeTPOT)),
 		"interference → `prefill-interference`.",
+		fmt.Sprintf("Under speculative decoding the simulator also prices each step without it (every decode computing and keeping one token, "+
+			"no drafting): the gain is how many times faster streams got their tokens than those steps would have given them. "+
+			"A decode problem with a gain under %.0f → `speculation` (also `decode` within %.0f%% of it); a queue held by the "+
+			"cap or the budget with a gain under %.0f also accepts `speculation`; a decode problem, or a decode over the 50 ms target, "+
+			"with a gain under %.1f also accepts `speculation`.", specCosts, 100*specMargin, specCosts, specCosts+specMargin),
 		fmt.Sprintf("A second problem whose share is within %.0f points of the winner's is also accepted.", 100*runnerUpMargin),
 		fmt.Sprintf("No problem but decode ≥ %s of end-to-end with median TPOT ≥ %s (the common interactive target): "+
 			"`none`, also `decode` and its bound as above.", pct(decodeShare), ms(decodeTarget)),

@@ -278,23 +278,31 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 		if at != stallGap {
 			note = fmt.Sprintf("gaps above %g s, the first bucket bound above 0.5 s", at)
 		}
-		// Counted per token, a step that emits several tokens (speculative
-		// decoding) counts each as a stall: the count is withheld, the
-		// frozen time (each token's share of the gap) stays right.
-		if m, _ := eng.ByKey(StepLatency); m.PerToken {
-			if s := b.series(SpecAcceptLength, "stage.itl_stalls"); evidence.Present(s.Mean) && s.Max > 1.05 {
-				b.e.AddInconsistency(evidence.Inconsistency{Check: "stalls-per-token", Fields: []string{"stage.itl_stalls"},
-					Note: fmt.Sprintf("%s counts gaps once per token and speculative decoding accepted up to %.1f tokens per step: a frozen step counts once per token, so the stall count is withheld (frozen time stays)", name, s.Max)})
-			}
-		}
 		for _, p := range []string{"stage.itl_stalls", "stage.itl_stall_seconds"} {
 			b.e.Cite(p, evidence.Source{Metric: name, From: b.w.From, Note: note})
+		}
+		// Counted per token, a step that gives several tokens (speculative
+		// decoding) is split into that many gaps of its share: at the mean
+		// tokens a step L, a 0.5 s freeze shows as L gaps of 0.5/L s. The
+		// count is estimated from there, the frozen time kept as read.
+		if m, _ := eng.ByKey(StepLatency); m.PerToken {
+			if s := b.series(SpecAcceptLength, "stage.itl_stalls"); evidence.Present(s.Mean) && s.Max > 1.05 {
+				// From the first bound at or above 0.5/L, erring low as
+				// the count does without speculation.
+				l := math.Max(s.Mean, 1)
+				if at, ok := window.BoundAtOrAbove(stallGap/l, bk); ok {
+					v.Stage.ITLStalls = window.CountAbove(at, bk) / l
+					b.e.Cite("stage.itl_stalls", evidence.Source{Metric: name, From: b.w.From,
+						Note: fmt.Sprintf("estimated: counted per token, and speculative decoding kept %.2f tokens a step: gaps above %g s, divided by %.2f", l, at, l)})
+				}
+			}
 		}
 	}
 
 	v.Service.E2E = b.dist(E2E, "service.e2e")
 	v.Service.IterationTokens = b.dist(IterationTokens, "service.iteration_tokens")
 	v.Service.Running = b.series(Running, "service.running")
+	b.speculation()
 	// Newer vLLM counts deferred requests (LoRA budget, KV transfer) in
 	// num_requests_waiting; only those waiting for capacity say the batch is full.
 	v.Service.Waiting = b.series(WaitingByReason, "service.waiting", "reason", "capacity")

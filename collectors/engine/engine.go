@@ -63,7 +63,7 @@ type Metric struct {
 // Ratio reports gauges that are shares (KV usage, hit rates): averaged
 // across engines and instances, where counts are summed.
 func (m Metric) Ratio() bool {
-	return m.Key == KVUsage || m.Key == PrefixHitGauge || m.Key == CPUKVUsage
+	return m.Key == KVUsage || m.Key == PrefixHitGauge || m.Key == CPUKVUsage || m.Key == SpecAcceptLength || m.Key == SpecAcceptRate
 }
 
 // Canonical keys. An engine maps the ones it exposes; the builder reads
@@ -113,6 +113,15 @@ const (
 	// SpecAcceptLength is tokens per step under speculative decoding (a
 	// gauge; 0 or absent without it).
 	SpecAcceptLength = "spec_accept_length"
+	// SpecDrafts, SpecDraftTokens and SpecAccepted count, under
+	// speculative decoding, verify passes of one request, tokens drafted
+	// and drafts accepted (vLLM's counters, registered only with it on).
+	SpecDrafts = "spec_drafts"
+	// SpecAcceptRate is the share of drafted tokens accepted over recent
+	// steps (a gauge; SGLang's).
+	SpecAcceptRate  = "spec_accept_rate"
+	SpecDraftTokens = "spec_draft_tokens"
+	SpecAccepted    = "spec_accepted"
 )
 
 // MemberKeys are the families a member's evidence is read from when the
@@ -145,6 +154,10 @@ type Engine struct {
 	// (vLLM's V1 engine, SGLang): none of its requests is ever swapped out,
 	// so an absent Swapped family means zero, not unknown.
 	NoSwap func(w *window.Window) bool
+	// SpecRegistered reports whether the engine behind a window registers
+	// its speculative decoding counters (SpecDrafts) only when speculative
+	// decoding is on (vLLM's V1 engine), so that their absence means off.
+	SpecRegistered func(w *window.Window) bool
 	// ReasonLabel is the label of RequestSuccess that holds the finish
 	// reason (stop, length, abort, error); "" when the engine has none.
 	ReasonLabel string

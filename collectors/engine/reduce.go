@@ -631,3 +631,82 @@ func copyLabels(l window.Labels) window.Labels {
 	}
 	return o
 }
+
+// speculation reads speculative decoding: whether it runs, the tokens a
+// request keeps per verify step and the share of drafts accepted. An
+// inter-token histogram observed once per step (vLLM's) then times steps
+// that give several tokens: its gaps are divided by the tokens kept, so
+// that stage.itl is per token whatever the engine.
+func (b *builder) speculation() {
+	v := b.v
+	drafts, okD := b.counter(SpecDrafts, "cond.spec_tokens")
+	draftTok, okT := b.counter(SpecDraftTokens, "service.spec_acceptance")
+	acc, okA := b.counter(SpecAccepted, "service.spec_accept_length")
+	name, _ := b.present(SpecDrafts)
+	switch {
+	case okD || okT || okA:
+		// Created only with speculative decoding configured.
+		v.Cond.Speculative = 1
+		b.e.Cite("cond.speculative", evidence.Source{Metric: "derived", From: b.w.From, Note: "speculative decoding counters present"})
+		if okD && drafts > 0 && okA {
+			v.Service.SpecAcceptLength = 1 + acc/drafts
+			b.e.Cite("service.spec_accept_length", evidence.Source{Metric: "derived", From: b.w.From, Note: "1 + accepted tokens ÷ " + name})
+		} else {
+			delete(b.e.Sources, "service.spec_accept_length")
+		}
+		if okD && drafts > 0 && okT {
+			v.Cond.SpecTokens = draftTok / drafts
+			b.e.Cite("cond.spec_tokens", evidence.Source{Metric: "derived", From: b.w.From, Note: "draft tokens ÷ " + name})
+		} else {
+			delete(b.e.Sources, "cond.spec_tokens")
+		}
+	case b.eng.SpecRegistered != nil && b.eng.SpecRegistered(b.w) && evidence.Present(v.Service.Running.Mean):
+		delete(b.e.Sources, "service.spec_accept_length")
+		v.Cond.Speculative = 0
+		b.e.Cite("cond.speculative", evidence.Source{Metric: "derived", From: b.w.From,
+			Note: b.eng.Title + " registers its speculative decoding counters only with speculative decoding on, and there are none"})
+	default:
+		delete(b.e.Sources, "service.spec_accept_length")
+		if s := b.series(SpecAcceptLength, "service.spec_accept_length"); evidence.Present(s.Mean) {
+			// SGLang's gauge is 0 without speculative decoding, and holds
+			// the last decode window's mean with it.
+			v.Cond.Speculative = boolNum(s.Max > 0)
+			b.e.Cite("cond.speculative", evidence.Source{Metric: b.e.Sources["service.spec_accept_length"].Metric, From: b.w.From, Note: "0 without speculative decoding"})
+			if s.Max > 0 {
+				v.Service.SpecAcceptLength = s.Mean
+			} else {
+				delete(b.e.Sources, "service.spec_accept_length")
+			}
+		}
+	}
+	switch {
+	case okT && okA && draftTok > 0:
+		v.Service.SpecAcceptance = acc / draftTok
+	case v.Cond.Speculative == 1:
+		delete(b.e.Sources, "service.spec_acceptance")
+		if s := b.series(SpecAcceptRate, "service.spec_acceptance"); evidence.Present(s.Mean) {
+			// SGLang's gauge: before v0.5.11 it reads high (the bonus
+			// token counted), so a low reading is low either way.
+			v.Service.SpecAcceptance = math.Min(1, s.Mean)
+		}
+	default:
+		delete(b.e.Sources, "service.spec_acceptance")
+	}
+	l := v.Service.SpecAcceptLength
+	m, _ := b.eng.ByKey(StepLatency)
+	if !evidence.Present(l) || l <= 1 || m.PerToken || !evidence.Present(v.Stage.ITL.Count) {
+		return
+	}
+	d := &v.Stage.ITL
+	for _, x := range []*float64{&d.Mean, &d.P50, &d.P90, &d.P95, &d.P99, &d.Max} {
+		*x /= l
+	}
+	for _, q := range []string{"mean", "p50", "p90", "p95", "p99", "max"} {
+		if r, ok := b.e.Resolution["stage.itl."+q]; ok {
+			b.e.Resolution["stage.itl."+q] = [2]float64{r[0] / l, r[1] / l}
+		}
+	}
+	src := b.e.Sources["stage.itl"]
+	src.Note = strings.TrimPrefix(src.Note+fmt.Sprintf("; gaps between steps divided by the %.2f tokens a request kept per speculative step: per token", l), "; ")
+	b.e.Cite("stage.itl", src)
+}

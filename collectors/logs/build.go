@@ -234,6 +234,26 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 			// The log's hit rate is over the last 1000 requests: a gauge, as V0 had.
 			gauge(engine.PrefixHitGauge, func(r record) float64 { return r.hit })
 		}
+		if eng == "sglang" {
+			// A decode line says "accept len" only when SGLang speculates:
+			// without it, 0, as its spec_accept_length gauge says.
+			spec := slices.ContainsFunc(rs, func(r record) bool { return r.kind == sglDecode && !math.IsNaN(r.acceptLen) })
+			gauge(engine.SpecAcceptLength, func(r record) float64 {
+				switch {
+				case r.kind != sglDecode:
+					return math.NaN()
+				case spec:
+					return r.acceptLen
+				}
+				return 0
+			})
+			gauge(engine.SpecAcceptRate, func(r record) float64 {
+				if r.kind != sglDecode {
+					return math.NaN()
+				}
+				return r.acceptRate
+			})
+		}
 		prompt, gen, cached := tokens(rs, eng, step, covered)
 		counter(engine.PromptTokens, prompt)
 		if !math.IsNaN(gen) {
@@ -251,7 +271,85 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 	if len(spec) > 0 {
 		notes = append(notes, specNote(from, spec))
 	}
+	if eng == "vllm" {
+		specCounters(w, spec, readings, model)
+	}
 	return w, notes
+}
+
+// specCounters adds vLLM's speculative decoding counters to a log's window:
+// the drafted and accepted tokens of its SpecDecoding (V1, per interval)
+// or Speculative metrics (V0, since start) lines, and the verify passes
+// where the tokens drafted per pass are known (drafted ÷ that). A log
+// without such lines counts none: vLLM logs them whenever it speculates.
+func specCounters(w *window.Window, spec []record, readings map[string][]record, model string) {
+	engines := slices.Sorted(maps.Keys(readings))
+	if len(engines) == 0 || len(spec) == 0 {
+		return
+	}
+	type sums struct{ acc, dr, drafts float64 }
+	by := map[string]*sums{}
+	var first, last = map[string]record{}, map[string]record{}
+	perPass := true
+	for _, r := range spec {
+		e := r.engine
+		if _, ok := readings[e]; !ok {
+			e = engines[0]
+		}
+		if by[e] == nil {
+			by[e] = &sums{}
+		}
+		if r.cumulativeSpec {
+			if _, ok := first[e]; !ok {
+				first[e] = r
+			}
+			last[e] = r
+			continue
+		}
+		s := by[e]
+		s.acc += nz(r.accepted)
+		s.dr += nz(r.drafted)
+		if r.specK > 0 {
+			s.drafts += nz(r.drafted) / r.specK
+		} else if nz(r.drafted) > 0 {
+			perPass = false
+		}
+	}
+	for e, l := range last {
+		// V0's counts are since start: the increase over the log, or all
+		// of them when one line is all there is.
+		f, s := first[e], by[e]
+		acc, dr := nz(l.accepted), nz(l.drafted)
+		if f.t.Before(l.t) {
+			acc, dr = acc-nz(f.accepted), dr-nz(f.drafted)
+		}
+		if acc < 0 || dr < 0 {
+			acc, dr = nz(l.accepted), nz(l.drafted) // a restart between them
+		}
+		s.acc, s.dr = acc, dr
+		if l.specK > 0 {
+			s.drafts = dr / l.specK
+		} else {
+			perPass = false
+		}
+	}
+	for _, e := range engines {
+		s := by[e]
+		if s == nil {
+			s = &sums{}
+		}
+		l := window.Labels{"model_name": model, rankLabel("vllm"): e}
+		add := func(key string, x float64) {
+			if n := name("vllm", key); n != "" {
+				w.Counters[n] = append(w.Counters[n], window.Counter{Labels: l, Increase: x})
+			}
+		}
+		add(engine.SpecDraftTokens, s.dr)
+		add(engine.SpecAccepted, s.acc)
+		if perPass {
+			add(engine.SpecDrafts, s.drafts)
+		}
+	}
 }
 
 // buildEvents makes a window of a log that holds preemption or retraction

@@ -56,6 +56,11 @@ type record struct {
 	// length; cumulativeSpec when the counts are since start (V0).
 	accepted, drafted, acceptLen float64
 	cumulativeSpec               bool
+	// specK is the tokens drafted per request per step: V0's "Number of
+	// speculative tokens", or the length of V1's per-position list.
+	specK float64
+	// acceptRate is SGLang's "accept rate" (drafts accepted ÷ drafted).
+	acceptRate float64
 	// text is an event's message, to tell one logged by every TP rank
 	// from several.
 	text string
@@ -65,7 +70,7 @@ func newRecord(k kind) record {
 	nan := math.NaN()
 	return record{kind: k, running: nan, waiting: nan, swapped: nan, kv: nan, cpuKV: nan, hit: nan,
 		promptTPS: nan, genTPS: nan, newTokens: nan, cachedTokens: nan, cumulative: nan,
-		accepted: nan, drafted: nan, acceptLen: nan}
+		accepted: nan, drafted: nan, acceptLen: nan, specK: nan, acceptRate: nan}
 }
 
 // A number at the start of a value: "1857.7 tokens/s", "95.7%", "0.28".
@@ -464,6 +469,8 @@ func readSGLang(r record, body string) (record, bool, string) {
 			r.preemptions, r.sawPreemptions = x, true
 		case f.key == "acceptlen":
 			r.acceptLen = x
+		case f.key == "acceptrate":
+			r.acceptRate = x
 		}
 	}
 	if !haveRun || !haveQueue {
@@ -497,6 +504,11 @@ func readSpec(r *record, body string) {
 			r.drafted = x
 		case "meanacceptancelength":
 			r.acceptLen = x
+		case "numberofspeculativetokens":
+			r.specK = x
+		case "per-positionacceptancerate":
+			// "0.712, 0.403, 0.198": one rate per draft position.
+			r.specK = float64(strings.Count(strings.TrimRight(strings.TrimSpace(f.val), ", "), ",") + 1)
 		}
 	}
 }

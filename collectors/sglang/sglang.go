@@ -81,6 +81,9 @@ var Catalogue = []engine.Metric{
 	{Key: engine.SpecAcceptLength, Names: names("spec_accept_length"), Kind: engine.Gauge, Unit: "tokens", Match: total,
 		Meaning: "accepted draft tokens plus one per verify step over the last decode window (0 without speculative decoding)",
 		Obtain:  "SGLang v0.4.1.post7+ with --enable-metrics"},
+	{Key: engine.SpecAcceptRate, Names: names("spec_accept_rate"), Kind: engine.Gauge, Unit: "ratio", Match: total,
+		Meaning: "accepted drafts ÷ drafted tokens over the last decode window; before v0.5.11 the accepted count included the target model's own token, so it reads high",
+		Obtain:  "SGLang v0.5.3.post2+ with --enable-metrics"},
 	{Key: engine.PageSize, Names: names("page_size"), Kind: engine.Gauge, Unit: "tokens",
 		Meaning: "KV cache page size", Obtain: "SGLang v0.5.11+"},
 }
@@ -127,6 +130,10 @@ var knobs = map[string]string{
 	// with --enable-mixed-chunk, which vLLM's chunked prefill always does.
 	"mixed_chunked_prefill": "--enable-mixed-chunk",
 	"api_server_count":      "--tokenizer-worker-num",
+	"speculative_decoding":  "--speculative-algorithm",
+	// --speculative-num-steps drafts, --speculative-num-draft-tokens the
+	// tokens verified (a tree with --speculative-eagle-topk above 1).
+	"num_speculative_tokens": "--speculative-num-steps and --speculative-num-draft-tokens",
 }
 
 const enable = "start SGLang with --enable-metrics and scrape /metrics on its HTTP port (default 30000)"
@@ -153,8 +160,8 @@ var how = map[string]string{
 	"stage.inference":             "SGLang exports no inference-time histogram",
 	"stage.itl":                   "sglang:inter_token_latency_seconds (SGLang v0.4.3.post3+)",
 	"stage.tpot":                  "SGLang has no per-request TPOT histogram: give request files (a benchmark result or per-request records)",
-	"stage.itl_stalls":            "sglang:inter_token_latency_seconds buckets: gaps above 0.6 s, its first bucket bound past 0.5 s; counted once per token, so withheld under speculative decoding",
-	"stage.itl_stall_seconds":     "sglang:inter_token_latency_seconds buckets: gaps above 0.6 s, its first bucket bound past 0.5 s; counted once per token, so withheld under speculative decoding",
+	"stage.itl_stalls":            "sglang:inter_token_latency_seconds buckets: gaps above 0.6 s, its first bucket bound past 0.5 s; counted once per token, so estimated under speculative decoding from the mean tokens a step",
+	"stage.itl_stall_seconds":     "sglang:inter_token_latency_seconds buckets: gaps above 0.6 s, its first bucket bound past 0.5 s",
 	"service.e2e":                 "sglang:e2e_request_latency_seconds: " + enable,
 	"service.finished":            "sglang:num_requests_total (SGLang v0.4.1.post6+)",
 	"service.request_rate":        "sglang:num_requests_total over a window",
@@ -174,4 +181,8 @@ var how = map[string]string{
 	"resource.kv_usage":           "sglang:token_usage: " + enable,
 	"resource.prefix_hit_rate":    "sglang:cached_tokens_total ÷ sglang:prompt_tokens_total (SGLang v0.4.3.post4+); the cache_hit_rate gauge covers the last prefill batch only and is not read",
 	"resource.prefix_queries":     "sglang:prompt_tokens_total",
+	"cond.speculative":            "sglang:spec_accept_length (SGLang v0.4.1.post7+): 0 without speculative decoding",
+	"cond.spec_tokens":            "SGLang exports the draft tokens per step only from v0.5.13 (sglang:spec_num_draft_tokens), which llmdoctor does not read yet",
+	"service.spec_accept_length":  "sglang:spec_accept_length (SGLang v0.4.1.post7+), or accept len in the Decode batch log line",
+	"service.spec_acceptance":     "sglang:spec_accept_rate (SGLang v0.5.3.post2+; before v0.5.11 it counts the target model's own token as accepted and reads high), or accept rate in the Decode batch log line",
 }

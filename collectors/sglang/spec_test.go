@@ -10,9 +10,10 @@ import (
 )
 
 // SGLang observes inter-token gaps once per token: with speculative
-// decoding (several tokens per verify step) one frozen step would count as
-// several stalls, so the count is withheld while the frozen time stays.
-func TestSpeculativeDecodingWithholdsStallCount(t *testing.T) {
+// decoding one frozen step of several tokens is that many gaps of its
+// share. The stall count is estimated at the mean tokens a step (the 40
+// frozen steps, not their 160 tokens), the frozen time kept as read.
+func TestSpeculativeDecodingEstimatesStallCount(t *testing.T) {
 	build := func(accept float64) (stalls, secs float64, withheld bool) {
 		w := window.New()
 		w.Start, w.End, w.Points = time.Unix(0, 0), time.Unix(300, 0), 2
@@ -26,8 +27,8 @@ func TestSpeculativeDecodingWithholdsStallCount(t *testing.T) {
 		e := engine.Build(w, engine.Options{})[0]
 		return e.Values.Stage.ITLStalls, e.Values.Stage.ITLStallSeconds, e.Inconsistent("stage.itl_stalls") != ""
 	}
-	if n, s, held := build(4); !held || math.Abs(s-112) > 1 {
-		t.Errorf("spec decoding: stalls %v withheld %v, frozen %v s (want withheld, 112 s)", n, held, s)
+	if n, s, held := build(4); held || math.Abs(n-40) > 0.5 || math.Abs(s-112) > 1 {
+		t.Errorf("spec decoding: stalls %v withheld %v, frozen %v s (want 40 estimated, 112 s)", n, held, s)
 	}
 	if n, _, held := build(0); held || n != 160 {
 		t.Errorf("no spec decoding: stalls %v withheld %v (want 160 counted)", n, held)

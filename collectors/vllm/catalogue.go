@@ -97,6 +97,13 @@ var Catalogue = []engine.Metric{
 		Meaning: "requests swapped out to CPU memory because KV blocks ran out (V0 engine)", Obtain: "V0 engine only (removed with it); its stats log line says Swapped"},
 	{Key: engine.CPUKVUsage, Names: []string{"vllm:cpu_cache_usage_perc"}, Kind: engine.Gauge, Unit: "ratio",
 		Meaning: "fraction of CPU swap-space KV blocks in use (V0 engine)", Obtain: "V0 engine only; its stats log line says CPU KV cache usage"},
+	{Key: engine.SpecDrafts, Names: []string{"vllm:spec_decode_num_drafts_total"}, Kind: engine.Counter, Unit: "count",
+		Meaning: "speculative verify passes, one per request per step (registered only with speculative decoding on)",
+		Obtain:  "vLLM V1 with --speculative-config (0.9+; V0's spec metrics have no draft count)"},
+	{Key: engine.SpecDraftTokens, Names: []string{"vllm:spec_decode_num_draft_tokens_total"}, Kind: engine.Counter, Unit: "tokens",
+		Meaning: "tokens drafted for verification", Obtain: "vLLM with --speculative-config"},
+	{Key: engine.SpecAccepted, Names: []string{"vllm:spec_decode_num_accepted_tokens_total"}, Kind: engine.Counter, Unit: "tokens",
+		Meaning: "drafted tokens the target model accepted", Obtain: "vLLM with --speculative-config"},
 	{Key: CacheConfig, Names: []string{"vllm:cache_config_info"}, Kind: engine.Info, Unit: "",
 		Meaning: "cache configuration in labels: block_size, num_gpu_blocks, enable_prefix_caching, gpu_memory_utilization",
 		Obtain:  "exported by vLLM 0.7.3+ at engine start"},
@@ -110,8 +117,10 @@ var Engine = &engine.Engine{
 	Members:     []string{"instance", "engine"},
 	ReasonLabel: "finished_reason",
 	NoSwap:      v1,
-	How:         how,
-	Knobs:       knobs,
+	// V1 creates its spec_decode counters only with a speculative config.
+	SpecRegistered: v1,
+	How:            how,
+	Knobs:          knobs,
 }
 
 func init() { engine.Register(Engine) }
@@ -147,6 +156,8 @@ var knobs = map[string]string{
 	"enable_prefix_caching":  "--enable-prefix-caching",
 	"mixed_chunked_prefill":  "--enable-chunked-prefill",
 	"api_server_count":       "--api-server-count",
+	"speculative_decoding":   "--speculative-config",
+	"num_speculative_tokens": "num_speculative_tokens in --speculative-config",
 }
 
 // how says how a vLLM user obtains each evidence field the engine fills.
@@ -190,6 +201,10 @@ var how = map[string]string{
 	"stage.prefill":               "vllm:request_prefill_time_seconds (V1 engine, vLLM ≥ 0.7.2)",
 	"stage.queue":                 "vllm:request_queue_time_seconds (V1 engine, vLLM ≥ 0.7.2); V0 servers lack it: upgrade, or run with the V1 engine",
 	"stage.tpot":                  "vllm:request_time_per_output_token_seconds (vLLM ≥ 0.11)",
+	"cond.speculative":            "vllm:spec_decode_num_drafts_total, registered only with --speculative-config (V1 engine)",
+	"cond.spec_tokens":            "vllm:spec_decode_num_draft_tokens_total ÷ vllm:spec_decode_num_drafts_total",
+	"service.spec_accept_length":  "1 + vllm:spec_decode_num_accepted_tokens_total ÷ vllm:spec_decode_num_drafts_total, or Mean acceptance length in the SpecDecoding metrics log line",
+	"service.spec_acceptance":     "vllm:spec_decode_num_accepted_tokens_total ÷ vllm:spec_decode_num_draft_tokens_total",
 	"stage.ttft":                  "exported by vLLM V1 (0.8+) as vllm:time_to_first_token_seconds; scrape /metrics or query Prometheus",
 }
 

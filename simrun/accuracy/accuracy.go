@@ -53,6 +53,7 @@ func Scenario(seed int64, i int) (*sim.Scenario, sim.GroundTruth, error) {
 	r := rand.New(rand.NewSource(seed*100003 + int64(i)))
 	for {
 		sc := sim.RandomScenario(r, i)
+		sim.Speculate(sc, sim.SpeculationShare)
 		gt, err := sim.WindowTruth(sc, simrun.Scrapes)
 		if err != nil {
 			return nil, gt, fmt.Errorf("%s: %w", sc.Name, err)
@@ -204,7 +205,7 @@ func builtinTruths() ([]BuiltinTruth, error) {
 }
 
 // Column and row order of the confusion matrix.
-var labelOrder = []string{"none", "queueing", "kv-capacity", "prefill", "prefill-interference", "prefix-cache",
+var labelOrder = []string{"none", "queueing", "kv-capacity", "prefill", "prefill-interference", "prefix-cache", "speculation",
 	"decode", "memory-bandwidth", "compute", "cpu-overhead", "client", "measurement", "errors", "imbalance", "unknown"}
 
 func orderLabels(seen map[string]bool) []string {
@@ -463,6 +464,9 @@ func scenarioLine(sc *sim.Scenario) string {
 		mem += " fp8 KV"
 	}
 	add("%s", mem)
+	if sp := e.Speculative; sp != nil {
+		add("speculating %d at %.0f%% each, drafts %.0f%%", sp.Tokens, 100*sp.Acceptance, 100*sp.DraftCost)
+	}
 	arrival := fmt.Sprintf("%g/s", w.Rate)
 	if w.Arrival == "bursty" {
 		arrival += fmt.Sprintf(" bursty %g", w.BurstShape)
@@ -516,6 +520,9 @@ func truthLine(g sim.GroundTruth) string {
 	}
 	line += fmt.Sprintf("; %.2f stalls taking %s, %.2f preemptions per request; decode steps memory %.0f%%, compute %.0f%%, overhead %.0f%%",
 		g.StallsPerRequest, ms(g.StallTime), g.PreemptionsPerRequest, 100*g.DecodeMemory, 100*g.DecodeCompute, 100*g.DecodeOverhead)
+	if g.SpecGain > 0 {
+		line += fmt.Sprintf("; speculation %.2f× as fast as plain decoding", g.SpecGain)
+	}
 	return line
 }
 
