@@ -120,7 +120,19 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 		def = v0Interval
 	}
 	if len(readings) == 0 {
-		return buildEvents(events, eng, model, from, def), notes
+		if len(events) > 0 || len(spec) == 0 {
+			return buildEvents(events, eng, model, from, def), notes
+		}
+		// Speculative decoding lines alone: their times and counts.
+		w := buildEvents(spec, eng, model, from, def)
+		if eng == "vllm" {
+			engines := map[string][]record{}
+			for _, r := range spec {
+				engines[r.engine] = nil
+			}
+			specCounters(w, spec, engines, model)
+		}
+		return w, append(notes, specNote(from, spec))
 	}
 	undated := place(readings, def)
 	if undated > 0 {

@@ -11,6 +11,7 @@ package logs
 import (
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -202,11 +203,12 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 	}
 	engine, readings, events := sortOut(recs)
 	res.StatsLines, res.Events = readings, events
-	preempted := false
+	preempted, speculated := false, false
 	for _, r := range recs {
 		preempted = preempted || r.sawPreemptions && (r.kind == vllmPreempt || r.kind == sglRetract)
+		speculated = speculated || r.kind == specDecode && (!math.IsNaN(r.drafted) || !math.IsNaN(r.acceptLen))
 	}
-	if readings == 0 && !preempted {
+	if readings == 0 && !preempted && !speculated {
 		if bad.n > 0 {
 			return nil, &noStats{fmt.Sprintf("%s: no stats line could be read in %d line%s: %s", from, res.Lines, plural(res.Lines), bad.say())}
 		}
@@ -244,6 +246,8 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 	}
 	w.Notes = append(w.Notes, notes...)
 	switch {
+	case readings == 0 && !preempted:
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: no stats line, only %d speculative decoding line%s: they say what speculation accepts, and nothing of the batch, the queue or the speed of tokens", from, events, plural(events)))
 	case readings == 0:
 		w.Notes = append(w.Notes, fmt.Sprintf("%s: no stats line, only %d preemption or retraction warning%s: they say the KV cache ran out, and nothing of the batch or the queue", from, events, plural(events)))
 	case readings < ThinReadings:

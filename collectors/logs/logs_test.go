@@ -283,3 +283,41 @@ func slicesEqual(a, b []float64) bool {
 	}
 	return true
 }
+
+// Speculative decoding lines alone are read: what speculation drafted and
+// accepted (verify passes from the per-position list), said to be all the
+// log holds. Stats lines beside them add the same counters to the window.
+func TestSpeculativeDecodingLines(t *testing.T) {
+	spec := "INFO 02-03 09:15:%02d [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.71, Accepted: 6124 tokens, Drafted: 10740 tokens, Per-position acceptance rate: 0.803, 0.552\n"
+	stats := "INFO 02-03 09:15:%02d [loggers.py:116] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 900.0 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%%, Prefix cache hit rate: 0.0%%\n"
+	check := func(what string, r *Result, lines float64) {
+		t.Helper()
+		got := map[string]float64{}
+		for _, n := range []string{"vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total"} {
+			for _, c := range r.Window.Counters[n] {
+				got[n] += c.Increase
+			}
+		}
+		if got["vllm:spec_decode_num_draft_tokens_total"] != lines*10740 || got["vllm:spec_decode_num_accepted_tokens_total"] != lines*6124 ||
+			got["vllm:spec_decode_num_drafts_total"] != lines*5370 {
+			t.Errorf("%s: counters %v, want %v lines of 10740 drafted, 6124 accepted in 5370 passes of 2", what, got, lines)
+		}
+	}
+	r, err := Read(strings.NewReader(fmt.Sprintf(spec, 27)), "", 2025, "x.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("alone", r, 1)
+	if notes := strings.Join(r.Window.Notes, "\n"); !strings.Contains(notes, "only 1 speculative decoding line") {
+		t.Errorf("notes do not say the log holds speculation alone:\n%s", notes)
+	}
+	var b strings.Builder
+	for s := 10; s < 40; s += 10 {
+		b.WriteString(fmt.Sprintf(stats, s) + fmt.Sprintf(spec, s))
+	}
+	r, err = Read(strings.NewReader(b.String()), "", 2025, "x.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("with stats", r, 3)
+}
