@@ -288,6 +288,28 @@ func Report(cs, held, sglang []Case, builtin []BuiltinTruth) string {
 	p("no decode-time or per-request TPOT histogram, no finish reasons) is **%.1f%% right**; %d of its\n", 100*accuracyOf(sglang), sf)
 	p("%d clearly-`none` scenarios got a critical finding, and %d of %d verdicts are the ones vLLM's\n", sh, same, len(sglang))
 	p("names give.\n\n")
+	spec := func(cs []Case) (n, right, costly int) {
+		for _, c := range cs {
+			if c.Scenario.Engine.Speculative == nil {
+				continue
+			}
+			n++
+			if c.OK() {
+				right++
+			}
+			if c.Truth.SpecGain < 1 {
+				costly++
+			}
+		}
+		return n, right, costly
+	}
+	sn, sr, sc := spec(cs)
+	hn, hr, _ := spec(held)
+	gn, gr, _ := spec(sglang)
+	p("A fifth of the scenarios speculate (drawn from each scenario's own seed, the rest of it as drawn):\n")
+	p("1 to 6 draft tokens, each accepted with a chance of 10%% to 90%%, drafting at 2%% to 15%% of a weight\n")
+	p("read per token. %d of this set's %d speculating scenarios are right (%d of them speculate at a loss);\n", sr, sn, sc)
+	p("%d of %d in the held-out set, %d of %d on SGLang's names.\n\n", hr, hn, gr, gn)
 
 	p("## Ground truth\n\n")
 	p("The simulator adds up, for the requests that finish inside the window the diagnosis reads, the\n")
