@@ -949,6 +949,13 @@ func conditionsText(c map[string]any) string {
 	if x, ok := get("gpu_memory_utilization"); ok {
 		parts = append(parts, "gpu-memory-utilization "+units.Number(x))
 	}
+	if x, ok := get("speculative"); ok && x == 1 {
+		s := "speculative decoding"
+		if k, ok := get("spec_tokens"); ok {
+			s += " (" + units.Number(k) + " draft tokens)"
+		}
+		parts = append(parts, s)
+	}
 	if x, ok := get("engines"); ok {
 		parts = append(parts, units.Number(x)+" engine"+plural(int(x)))
 	}
