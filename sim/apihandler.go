@@ -181,12 +181,18 @@ func (s *Server) deliver(ctx context.Context, w http.ResponseWriter, req *comple
 	for {
 		toks, done := call.take(buf)
 		buf = toks
-		for _, at := range toks {
+		for i := 0; i < len(toks); {
+			at := toks[i]
 			if !waitUntil(at) {
 				return false
 			}
-			t := tokenText(n)
-			n++
+			// Tokens of one engine step go out as one chunk, as vLLM and
+			// SGLang stream what a speculative step kept.
+			t, start := "", n
+			for ; i < len(toks) && toks[i] == at; i++ {
+				t += tokenText(n)
+				n++
+			}
 			if !req.Stream {
 				text.WriteString(t)
 				continue
@@ -194,13 +200,13 @@ func (s *Server) deliver(ctx context.Context, w http.ResponseWriter, req *comple
 			c := choice{}
 			if req.Chat {
 				c.Delta = &chatMessage{Content: &t}
-				if n == 1 {
+				if start == 0 {
 					c.Delta.Role = "assistant"
 				}
 			} else {
 				c.Text = &t
 			}
-			if n == req.MaxTokens {
+			if n >= req.MaxTokens {
 				c.FinishReason = &length
 			}
 			if !send(completionResponse{ID: id, Object: object, Created: created, Model: model, Choices: []choice{c}}) {
