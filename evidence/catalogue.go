@@ -59,6 +59,8 @@ var docs = map[string]node{
 	"cond.window_seconds":         {"s", "length of the observed window", "two snapshots, or a live scrape over a duration"},
 	"cond.speculative":            {"bool", "1 when speculative decoding runs, 0 when the engine shows it off", "the engine's speculative decoding metrics or log lines"},
 	"cond.spec_tokens":            {"tokens", "tokens drafted per request per verify step (num_speculative_tokens)", "the engine's speculative decoding draft counters"},
+	"cond.lora":                   {"bool", "1 when the engine serves LoRA adapters", "the engine's LoRA metrics, exported when LoRA is enabled"},
+	"cond.max_loras":              {"count", "LoRA adapter slots of a running batch: the most distinct adapters it may hold", "the engine's LoRA metrics"},
 
 	"stage.ttft":                     {"s", "time to first token, including queue wait and API-server time", "the engine's time-to-first-token histogram; scrape its /metrics or query Prometheus"},
 	"stage.queue":                    {"s", "time from queued to first scheduled, per request", "the engine's per-request queue-time histogram"},
@@ -124,6 +126,7 @@ var docs = map[string]node{
 	"service.iteration_tokens":       {"tokens", "tokens per engine step (batch size in tokens)", "the engine's tokens-per-step histogram"},
 	"service.spec_accept_length":     {"tokens", "tokens a request keeps per speculative verify step: the accepted drafts plus the target model's own (1 means no draft was ever accepted)", "the engine's speculative decoding metrics or log lines"},
 	"service.spec_acceptance":        {"ratio", "share of drafted tokens the target model accepted", "the engine's speculative decoding draft and accepted-token counters"},
+	"service.lora_held":              {"requests", "requests waiting for a LoRA adapter slot: their adapter is not in the running batch and every slot holds another", "the engine's LoRA metrics and waiting requests"},
 
 	"resource.kv_usage":           {"ratio", "fraction of KV cache blocks in use (averaged over engines and instances)", "the engine's KV cache usage gauge"},
 	"resource.kv_peak":            {"ratio", "highest KV cache usage of any one engine or replica at any reading (resource.kv_usage averages them)", "the engine's KV cache usage gauge"},

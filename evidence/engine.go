@@ -61,6 +61,7 @@ var DefaultKnobs = map[string]string{
 	"mixed_chunked_prefill":  "vLLM enable-chunked-prefill / SGLang enable-mixed-chunk",
 	"api_server_count":       "vLLM api-server-count / SGLang tokenizer-worker-num",
 	"speculative_decoding":   "vLLM speculative-config / SGLang speculative-algorithm",
+	"max_loras":              "vLLM max-loras / SGLang max-loras-per-batch",
 	"num_speculative_tokens": "vLLM num_speculative_tokens / SGLang speculative-num-steps and speculative-num-draft-tokens",
 }
 

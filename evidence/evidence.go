@@ -86,6 +86,10 @@ type Cond struct {
 	// shows it off; SpecTokens the tokens drafted per request per step.
 	Speculative float64 `expr:"speculative"`
 	SpecTokens  float64 `expr:"spec_tokens"`
+	// LoRA is 1 when the engine serves LoRA adapters; MaxLoRAs the adapter
+	// slots of a running batch.
+	LoRA     float64 `expr:"lora"`
+	MaxLoRAs float64 `expr:"max_loras"`
 }
 
 // Stage is the per-stage latency layer.
@@ -197,6 +201,8 @@ type Service struct {
 	// drafted tokens accepted.
 	SpecAcceptLength float64 `expr:"spec_accept_length"`
 	SpecAcceptance   float64 `expr:"spec_acceptance"`
+	// LoRAHeld are requests waiting for a LoRA adapter slot.
+	LoRAHeld Series `expr:"lora_held"`
 }
 
 // Resource is the hardware and cache layer.

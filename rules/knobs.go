@@ -46,6 +46,7 @@ var KnobTurns = map[string][]string{
 	"mixed_chunked_prefill":  switchTurns,
 	"speculative_decoding":   switchTurns,
 	"num_speculative_tokens": numberTurns,
+	"max_loras":              numberTurns,
 }
 
 var (

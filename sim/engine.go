@@ -31,6 +31,7 @@ type request struct {
 	countedPrompt      bool
 	preemptions        int
 	verifies           int // speculative verify passes
+	adapter            int // LoRA adapter, -1 for the base model
 	itls               []float64
 	streaming          bool
 	truth              requestTruth
@@ -206,7 +207,7 @@ func gammaSample(r *rand.Rand, k float64) float64 {
 func (e *Engine) newRequest(at float64) *request {
 	w := e.sc.Workload
 	r := &request{id: e.nextID, arrival: at, group: -1, pinned: -1, scheduled: -1, firstToken: -1,
-		streaming: w.Streaming == nil || *w.Streaming}
+		streaming: w.Streaming == nil || *w.Streaming, adapter: -1}
 	e.nextID++
 	r.prompt = w.Prompt.draw(e.rng)
 	r.output = w.Output.draw(e.rng)
@@ -226,7 +227,43 @@ func (e *Engine) newRequest(at float64) *request {
 	}
 	front := e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(r.prompt)/1000
 	r.enqueued = at + front
+	if n := w.Adapters; n > 0 {
+		r.adapter = drawAdapter(e.rng, n)
+	}
 	return r
+}
+
+// drawAdapter picks one of n adapters, the i-th about 1/(i+1) as often as
+// the first: a few popular adapters and a long tail.
+func drawAdapter(r *rand.Rand, n int) int {
+	var total float64
+	for i := range n {
+		total += 1 / float64(i+1)
+	}
+	u := r.Float64() * total
+	for i := range n {
+		if u -= 1 / float64(i+1); u < 0 {
+			return i
+		}
+	}
+	return n - 1
+}
+
+// adapters are the distinct LoRA adapters of the running batch.
+func (e *Engine) adapters() map[int]bool {
+	out := map[int]bool{}
+	for _, r := range e.running {
+		if r.adapter >= 0 {
+			out[r.adapter] = true
+		}
+	}
+	return out
+}
+
+// lorad reports whether r asks for an adapter the running batch has no slot
+// for: every slot holds another adapter.
+func (e *Engine) lorad(r *request, slots map[int]bool) bool {
+	return r.adapter >= 0 && !slots[r.adapter] && len(slots) >= e.sc.Engine.MaxLoRAs
 }
 
 // MaxModelLen is the longest prompt plus output one request may have: the
@@ -411,7 +448,14 @@ func (e *Engine) step() bool {
 	}
 
 	// Then waiting requests, FCFS, while the batch and the cache have room.
+	// A request whose adapter has no slot is passed over, as vLLM's
+	// scheduler does, and keeps its place in the queue.
 	e.hold = holdNone
+	var slots map[int]bool
+	var passed []*request
+	if e.sc.Engine.MaxLoRAs > 0 {
+		slots = e.adapters()
+	}
 	for len(e.waiting) > 0 {
 		if len(e.running) >= ec.MaxNumSeqs {
 			e.hold = holdSeqs
@@ -422,6 +466,11 @@ func (e *Engine) step() bool {
 			break
 		}
 		r := e.waiting[0]
+		if slots != nil && e.lorad(r, slots) {
+			passed = append(passed, r)
+			e.waiting = e.waiting[1:]
+			continue
+		}
 		cached := 0
 		if r.computed == 0 && ec.PrefixCaching && r.group >= 0 {
 			if g := e.groups[r.group]; g != nil && g.cached {
@@ -456,6 +505,9 @@ func (e *Engine) step() bool {
 			break
 		}
 		e.waiting = e.waiting[1:]
+		if slots != nil && r.adapter >= 0 {
+			slots[r.adapter] = true
+		}
 		if r.scheduled < 0 {
 			r.scheduled = e.now
 			r.cached = cached
@@ -465,6 +517,11 @@ func (e *Engine) step() bool {
 		e.running = append(e.running, r)
 		batch = append(batch, work{r, n, n, false})
 		budget -= n
+	}
+	if len(passed) > 0 {
+		// The head of the queue waits for an adapter slot.
+		e.waiting = append(passed, e.waiting...)
+		e.hold = holdLoRA
 	}
 	if len(batch) == 0 {
 		return false

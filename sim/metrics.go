@@ -2,8 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -86,6 +88,11 @@ type metrics struct {
 	specPerPos                                []float64
 	specLength, specRate                      float64
 	specVerifiesFinished                      float64
+	// LoRA: adapters of the running batch, requests passed over for want
+	// of an adapter slot, and vLLM's info series: each state of running
+	// and waiting adapters seen, with the time it was last set.
+	loraRunning, deferred float64
+	loraStates            map[[2]string]float64
 	// The last 1000 requests' prefix lookups, for the log's hit rate.
 	recent    [1000][2]float64
 	recentIdx int
@@ -237,6 +244,53 @@ func (m *metrics) setGauges(e *Engine) {
 	m.running = float64(len(e.running))
 	m.waiting = float64(len(e.waiting))
 	m.kv = e.KVUsage()
+	if e.sc.Engine.MaxLoRAs > 0 {
+		m.setLoRA(e)
+	}
+}
+
+// setLoRA reads the adapters of the batch and of the queue as the engines
+// report them.
+func (m *metrics) setLoRA(e *Engine) {
+	slots := e.adapters()
+	waiting := map[int]bool{}
+	m.deferred = 0
+	for _, r := range e.waiting {
+		if r.adapter >= 0 {
+			waiting[r.adapter] = true
+		}
+		if e.lorad(r, slots) {
+			m.deferred++
+		}
+	}
+	m.loraRunning = float64(len(slots))
+	names := func(set map[int]bool) string {
+		ids := make([]int, 0, len(set))
+		for a := range set {
+			ids = append(ids, a)
+		}
+		sort.Ints(ids)
+		out := make([]string, len(ids))
+		for i, a := range ids {
+			out[i] = "adapter-" + strconv.Itoa(a)
+		}
+		return strings.Join(out, ",")
+	}
+	if m.loraStates == nil {
+		m.loraStates = map[[2]string]float64{}
+	}
+	m.loraStates[[2]string{names(slots), names(waiting)}] = e.now
+	if len(m.loraStates) > 64 {
+		// vLLM keeps every state it has seen; the simulator the latest 64.
+		var oldest [2]string
+		at := math.Inf(1)
+		for k, t := range m.loraStates {
+			if t < at {
+				oldest, at = k, t
+			}
+		}
+		delete(m.loraStates, oldest)
+	}
 }
 
 // sampleGPU averages GPU activity since the previous sample, as DCGM's
@@ -292,6 +346,20 @@ func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", m.running)
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting)
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv)
+	if n := c.e.sc.Engine.MaxLoRAs; n > 0 {
+		// vLLM's LoRA state: labels only, its value the time it was last
+		// set; and waiting requests by reason (deferred: no adapter slot).
+		info := prometheus.NewDesc("vllm:lora_requests_info", "Running stats on lora requests.",
+			[]string{"max_lora", "running_lora_adapters", "waiting_lora_adapters"}, nil)
+		for k, at := range m.loraStates {
+			ch <- prometheus.MustNewConstMetric(info, prometheus.GaugeValue,
+				float64(Epoch.Unix())+at, strconv.Itoa(n), k[0], k[1])
+		}
+		reason := prometheus.NewDesc("vllm:num_requests_waiting_by_reason", "Number of requests waiting, by reason.",
+			[]string{"model_name", "engine", "reason"}, nil)
+		ch <- prometheus.MustNewConstMetric(reason, prometheus.GaugeValue, m.waiting-m.deferred, model, "0", "capacity")
+		ch <- prometheus.MustNewConstMetric(reason, prometheus.GaugeValue, m.deferred, model, "0", "deferred")
+	}
 	if c.e.sc.Engine.Speculative != nil {
 		// vLLM registers these only with a speculative config.
 		counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", m.specDrafts)

@@ -64,6 +64,10 @@ type EngineConfig struct {
 	GPUBlocks int       `yaml:"gpu_blocks,omitempty"`
 	// Speculative, when set, runs speculative decoding.
 	Speculative *Speculative `yaml:"speculative,omitempty"`
+	// MaxLoRAs, when positive, serves LoRA adapters with this many slots:
+	// the most distinct adapters the running batch may hold (vLLM's
+	// --max-loras, SGLang's --max-loras-per-batch).
+	MaxLoRAs int `yaml:"max_loras,omitempty"`
 }
 
 // Speculative is speculative decoding as vLLM's --speculative-config and
@@ -120,6 +124,9 @@ type Workload struct {
 	// (sim.Server in real time). Rate, Steps and Concurrency must then be
 	// unset, and Prompt and Output are not used.
 	External bool `yaml:"external,omitempty"`
+	// Adapters, when positive, is how many LoRA adapters requests ask for,
+	// the i-th (from 0) about 1/(i+1) as often as the first.
+	Adapters int `yaml:"adapters,omitempty"`
 }
 
 // NoTraffic returns a copy of sc without traffic of its own: the same
@@ -295,6 +302,9 @@ func (s *Scenario) Check() error {
 	if sp := s.Engine.Speculative; sp != nil && (sp.Tokens < 1 || sp.Tokens > 16 || !(sp.Acceptance >= 0 && sp.Acceptance <= 1) ||
 		!(sp.DraftCost >= 0 && sp.DraftCost <= 1)) {
 		return fmt.Errorf("scenario %s: engine.speculative needs tokens 1 to 16, acceptance and draft_cost 0 to 1", s.Name)
+	}
+	if s.Workload.Adapters < 0 || s.Engine.MaxLoRAs < 0 || s.Workload.Adapters > 0 && s.Engine.MaxLoRAs == 0 {
+		return fmt.Errorf("scenario %s: workload.adapters needs engine.max_loras of 1 or more", s.Name)
 	}
 	if s.Engine.MaxNumSeqs < 1 || s.Engine.MaxNumBatchedTokens < 1 || s.Engine.BlockSize < 1 {
 		return fmt.Errorf("scenario %s: engine limits must be positive", s.Name)

@@ -115,6 +115,11 @@ func (c sglangCollector) Collect(ch chan<- prometheus.Metric) {
 	// SGLang exports its speculation gauges always, 0 without it.
 	gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", m.specLength)
 	gauge("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding.", m.specRate)
+	if ec.MaxLoRAs > 0 {
+		gauge("sglang:lora_pool_slots_used", "Number of LoRA adapter slots in use.", m.loraRunning)
+		gauge("sglang:lora_pool_slots_total", "Number of LoRA adapter slots.", float64(ec.MaxLoRAs))
+		gauge("sglang:lora_pool_utilization", "LoRA adapter slots in use, 1.0 means the pool is full.", m.loraRunning/float64(ec.MaxLoRAs))
+	}
 	if ec.Speculative != nil {
 		counter("sglang:spec_verify_calls_total", "Total number of speculative verify calls of finished requests.", tok, tokV, m.specVerifiesFinished)
 	}

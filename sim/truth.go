@@ -16,6 +16,7 @@ const (
 	holdSeqs                     // max_num_seqs running already
 	holdTokens                   // the step's token budget was spent
 	holdKV                       // no free KV blocks for the next request
+	holdLoRA                     // every LoRA adapter slot held by another adapter
 	holdReasons
 )
 
@@ -72,6 +73,9 @@ type GroundTruth struct {
 	// max_num_seqs cap, the token budget, free KV blocks, or an engine step
 	// already under way when the request arrived.
 	WaitSeqs, WaitTokens, WaitKV, WaitStep float64
+	// WaitLoRA is the mean queue seconds the head of the queue waited for
+	// a LoRA adapter slot.
+	WaitLoRA float64
 	// Shares of decode stream time in steps bounded by weight and KV reads,
 	// by FLOPs, by all-reduces, and by fixed CPU step overhead; Mixed is the
 	// share in steps that also carried prefill work (included in the four).
@@ -125,6 +129,7 @@ func (e *Engine) Truth() GroundTruth {
 		g.PrefillOwn = a.prefillOwn / n
 		g.WaitStep, g.WaitSeqs = a.wait[holdNone]/n, a.wait[holdSeqs]/n
 		g.WaitTokens, g.WaitKV = a.wait[holdTokens]/n, a.wait[holdKV]/n
+		g.WaitLoRA = a.wait[holdLoRA] / n
 		g.PreemptionsPerRequest = float64(a.preemptions) / n
 		g.StallsPerRequest, g.StallTime = float64(a.stalls)/n, a.stallTime/n
 		g.TPOTMedian, g.TPOTSteady = a.tpot.quantile(0.5), a.tpotSteady.quantile(0.5)

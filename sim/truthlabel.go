@@ -100,6 +100,7 @@ func (g GroundTruth) label(k float64) TruthLabel {
 	d := g.Decode / g.E2E
 	interference := g.StallsPerRequest >= stallsPerReq
 	kvHeld := g.Queue > 0 && g.WaitKV/g.Queue >= kvWaitShare
+	loraHeld := g.Queue > 0 && g.WaitLoRA/g.Queue >= kvWaitShare
 	preempted := g.PreemptionsPerRequest >= kvPreemptions
 	var ps []Problem
 	if g.Queue >= queueMin && q >= queueShare {
@@ -107,6 +108,8 @@ func (g GroundTruth) label(k float64) TruthLabel {
 		switch {
 		case kvHeld || preempted:
 			c = "kv-capacity"
+		case loraHeld:
+			c = "lora"
 		case interference:
 			c = "prefill-interference"
 		}
@@ -177,6 +180,8 @@ func (g GroundTruth) label(k float64) TruthLabel {
 		case "prefill-interference":
 			l.Why = fmt.Sprintf("queue %.0f%% of TTFT behind long prefills, %.2f stalls per request", 100*q, g.StallsPerRequest)
 			also("queueing")
+		case "lora":
+			l.Why = fmt.Sprintf("queue %.0f%% of TTFT, LoRA adapter slots held the head of the queue %.0f%% of the wait", 100*q, 100*g.WaitLoRA/g.Queue)
 		default:
 			l.Why = fmt.Sprintf("queue %.0f%% of TTFT, held by %s", 100*q, g.queueHold())
 			if costly {
@@ -246,7 +251,7 @@ func (g GroundTruth) queueHold() string {
 	for _, x := range []struct {
 		v float64
 		n string
-	}{{g.WaitSeqs, "the max_num_seqs cap"}, {g.WaitTokens, "the token budget"}, {g.WaitKV, "KV blocks"}} {
+	}{{g.WaitSeqs, "the max_num_seqs cap"}, {g.WaitTokens, "the token budget"}, {g.WaitKV, "KV blocks"}, {g.WaitLoRA, "LoRA adapter slots"}} {
 		if x.v > best {
 			best, name = x.v, x.n
 		}
@@ -271,7 +276,8 @@ func LabelRules() []string {
 			fmt.Sprintf("**interference** ≥ %.1f stalls per finished request.", stallsPerReq),
 		"No problem: `none`. Otherwise the problem with the largest share wins, mapped to its cause:",
 		fmt.Sprintf("queue → `kv-capacity` when free KV blocks held admission for ≥ %s of the queue wait or preemptions "+
-			"are ≥ %s of finished requests (preemptions alone also accept `queueing`); else `prefill-interference` "+
+			"are ≥ %s of finished requests (preemptions alone also accept `queueing`); else `lora` when every LoRA adapter slot "+
+			"held the head of the queue for as much of the wait; else `prefill-interference` "+
 			"when the interference problem holds too (also `queueing`); else `queueing`.", pct(kvWaitShare), pct(kvPreemptions)),
 		fmt.Sprintf("prefill → `prefill`; but `prefill-interference` (also `prefill`) when ≥ %s of the prefill time went "+
 			"to other requests' prompts in the same steps and the interference problem holds. "+

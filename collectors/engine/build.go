@@ -303,6 +303,7 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	v.Service.IterationTokens = b.dist(IterationTokens, "service.iteration_tokens")
 	v.Service.Running = b.series(Running, "service.running")
 	b.speculation()
+	b.lora()
 	// Newer vLLM counts deferred requests (LoRA budget, KV transfer) in
 	// num_requests_waiting; only those waiting for capacity say the batch is full.
 	v.Service.Waiting = b.series(WaitingByReason, "service.waiting", "reason", "capacity")

@@ -122,6 +122,14 @@ const (
 	SpecAcceptRate  = "spec_accept_rate"
 	SpecDraftTokens = "spec_draft_tokens"
 	SpecAccepted    = "spec_accepted"
+	// LoRAInfo is an info family of the LoRA adapters in use, its labels
+	// the slots (max_lora) and the running and waiting adapters (vLLM's,
+	// created only with --enable-lora); LoRASlots and LoRASlotsUsed are
+	// gauges of the adapter slots and those the running batch holds
+	// (SGLang's).
+	LoRAInfo      = "lora_info"
+	LoRASlots     = "lora_slots"
+	LoRASlotsUsed = "lora_slots_used"
 )
 
 // MemberKeys are the families a member's evidence is read from when the
@@ -158,6 +166,10 @@ type Engine struct {
 	// its speculative decoding counters (SpecDrafts) only when speculative
 	// decoding is on (vLLM's V1 engine), so that their absence means off.
 	SpecRegistered func(w *window.Window) bool
+	// LoRARegistered reports the same of its LoRA families (LoRAInfo,
+	// LoRASlots): exported only with LoRA enabled, by every version that
+	// exports them at all.
+	LoRARegistered func(w *window.Window) bool
 	// ReasonLabel is the label of RequestSuccess that holds the finish
 	// reason (stop, length, abort, error); "" when the engine has none.
 	ReasonLabel string

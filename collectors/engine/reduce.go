@@ -280,10 +280,23 @@ func (b *builder) dist(key, path string) evidence.Dist {
 // series sums a gauge point by point over the target's series and summarises
 // it; match, as label/value pairs, narrows the series further.
 func (b *builder) series(key, path string, match ...string) evidence.Series {
+	points, name := b.points(key, path, match...)
+	s := evidence.Summarise(points)
+	if name == "" || !evidence.Present(s.Mean) {
+		return s
+	}
+	b.cite(path, name)
+	b.curve(evidence.CurveOf(path), points)
+	return s
+}
+
+// points sums a gauge point by point over the target's series (a ratio
+// averages), with the family read; nil and "" when there is none.
+func (b *builder) points(key, path string, match ...string) ([]float64, string) {
 	name, ok := b.present(key)
 	if !ok {
 		b.withheld(key, path)
-		return evidence.Summarise(nil)
+		return nil, ""
 	}
 	m, _ := b.eng.ByKey(key)
 	// Point by point: counts add up across engines and instances, ratios
@@ -317,13 +330,7 @@ func (b *builder) series(key, path string, match ...string) evidence.Series {
 			points[i] = math.NaN()
 		}
 	}
-	s := evidence.Summarise(points)
-	if !evidence.Present(s.Mean) {
-		return s
-	}
-	b.cite(path, name)
-	b.curve(evidence.CurveOf(path), points)
-	return s
+	return points, name
 }
 
 // seriesCount is how many of the target's series a gauge sums: its engines
@@ -709,4 +716,69 @@ func (b *builder) speculation() {
 	src := b.e.Sources["stage.itl"]
 	src.Note = strings.TrimPrefix(src.Note+fmt.Sprintf("; gaps between steps divided by the %.2f tokens a request kept per speculative step: per token", l), "; ")
 	b.e.Cite("stage.itl", src)
+}
+
+// lora reads LoRA adapters: whether the engine serves them, the adapter
+// slots of a running batch, and the requests waiting for a slot.
+func (b *builder) lora() {
+	v := b.v
+	if name, ok := b.present(LoRAInfo); ok {
+		// vLLM's info series carry no model_name: they are the target's
+		// where nothing they carry says otherwise.
+		slots := math.NaN()
+		for _, in := range b.w.Infos[name] {
+			if !b.mine(LoRAInfo, in.Labels, true) {
+				continue
+			}
+			if x, err := strconv.ParseFloat(in.Labels["max_lora"], 64); err == nil && x > 0 && !(x <= slots) {
+				slots = x
+			}
+		}
+		if !evidence.Present(slots) {
+			return
+		}
+		v.Cond.LoRA, v.Cond.MaxLoRAs = 1, slots
+		b.e.Cite("cond.lora", evidence.Source{Metric: name, From: b.w.From})
+		b.e.Cite("cond.max_loras", evidence.Source{Metric: name, From: b.w.From, Note: "label max_lora"})
+		// Requests the scheduler passed over for want of an adapter slot
+		// (or a KV transfer) wait as deferred.
+		v.Service.LoRAHeld = b.series(WaitingByReason, "service.lora_held", "reason", "deferred")
+		return
+	}
+	total, name := b.points(LoRASlots, "cond.max_loras")
+	used, _ := b.points(LoRASlotsUsed, "service.lora_held")
+	waiting, _ := b.points(Waiting, "service.lora_held")
+	slots := evidence.Summarise(total)
+	if name == "" || !evidence.Present(slots.Max) || slots.Max <= 0 {
+		// Families created only with LoRA on, in a window of metrics (a
+		// log never shows them): absent, LoRA is off.
+		if r := b.eng.LoRARegistered; r != nil && r(b.w) && len(b.w.Histograms) > 0 {
+			v.Cond.LoRA = 0
+			b.e.Cite("cond.lora", evidence.Source{Metric: "derived", From: b.w.From,
+				Note: b.eng.Title + " exports its LoRA metrics only with LoRA enabled, and there are none"})
+		}
+		return
+	}
+	v.Cond.LoRA, v.Cond.MaxLoRAs = 1, slots.Max
+	b.e.Cite("cond.lora", evidence.Source{Metric: name, From: b.w.From})
+	b.e.Cite("cond.max_loras", evidence.Source{Metric: name, From: b.w.From})
+	if len(used) != len(total) || len(waiting) != len(total) {
+		return
+	}
+	// SGLang does not say which adapter a queued request wants: at a
+	// reading where every slot is taken, the queue waits for one.
+	held := make([]float64, len(total))
+	for i := range held {
+		switch {
+		case !evidence.Present(used[i]) || !evidence.Present(waiting[i]) || !evidence.Present(total[i]):
+			held[i] = math.NaN()
+		case used[i] >= total[i]:
+			held[i] = waiting[i]
+		}
+	}
+	if s := evidence.Summarise(held); evidence.Present(s.Mean) {
+		v.Service.LoRAHeld = s
+		b.e.Cite("service.lora_held", evidence.Source{Metric: "derived", From: b.w.From,
+			Note: "queued requests at the readings where every LoRA adapter slot is in use"})
+	}
 }

@@ -84,6 +84,10 @@ var Catalogue = []engine.Metric{
 	{Key: engine.SpecAcceptRate, Names: names("spec_accept_rate"), Kind: engine.Gauge, Unit: "ratio", Match: total,
 		Meaning: "accepted drafts ÷ drafted tokens over the last decode window; before v0.5.11 the accepted count included the target model's own token, so it reads high",
 		Obtain:  "SGLang v0.5.3.post2+ with --enable-metrics"},
+	{Key: engine.LoRASlots, Names: names("lora_pool_slots_total"), Kind: engine.Gauge, Unit: "adapters", Match: total,
+		Meaning: "LoRA adapter slots of a running batch (--max-loras-per-batch)", Obtain: "SGLang v0.5.7+ with LoRA enabled"},
+	{Key: engine.LoRASlotsUsed, Names: names("lora_pool_slots_used"), Kind: engine.Gauge, Unit: "adapters", Match: total,
+		Meaning: "distinct LoRA adapters of the running batch", Obtain: "SGLang v0.5.7+ with LoRA enabled"},
 	{Key: engine.PageSize, Names: names("page_size"), Kind: engine.Gauge, Unit: "tokens",
 		Meaning: "KV cache page size", Obtain: "SGLang v0.5.11+"},
 }
@@ -94,8 +98,11 @@ var Engine = &engine.Engine{
 	Title:     "SGLang",
 	Catalogue: Catalogue,
 	// SGLang retracts requests under KV pressure; it never swaps them out.
-	NoSwap:  func(*window.Window) bool { return true },
-	Members: []string{"instance", "dp_rank"},
+	NoSwap: func(*window.Window) bool { return true },
+	// The LoRA pool gauges (v0.5.7+) exist only with LoRA enabled; an
+	// older server with LoRA reads as without.
+	LoRARegistered: func(*window.Window) bool { return true },
+	Members:        []string{"instance", "dp_rank"},
 	// With --enable-metrics-for-all-schedulers every tensor-parallel rank
 	// reports its scheduler's numbers: copies, not parts. Pipeline stages
 	// and expert-parallel ranks serve the same requests and token pool
@@ -131,6 +138,7 @@ var knobs = map[string]string{
 	"mixed_chunked_prefill": "--enable-mixed-chunk",
 	"api_server_count":      "--tokenizer-worker-num",
 	"speculative_decoding":  "--speculative-algorithm",
+	"max_loras":             "--max-loras-per-batch",
 	// --speculative-num-steps drafts, --speculative-num-draft-tokens the
 	// tokens verified (a tree with --speculative-eagle-topk above 1).
 	"num_speculative_tokens": "--speculative-num-steps and --speculative-num-draft-tokens",
@@ -182,6 +190,9 @@ var how = map[string]string{
 	"resource.prefix_hit_rate":    "sglang:cached_tokens_total ÷ sglang:prompt_tokens_total (SGLang v0.4.3.post4+); the cache_hit_rate gauge covers the last prefill batch only and is not read",
 	"resource.prefix_queries":     "sglang:prompt_tokens_total",
 	"cond.speculative":            "sglang:spec_accept_length (SGLang v0.4.1.post7+): 0 without speculative decoding",
+	"cond.lora":                   "sglang:lora_pool_slots_total (SGLang v0.5.7+), exported only with LoRA enabled",
+	"cond.max_loras":              "sglang:lora_pool_slots_total (--max-loras-per-batch)",
+	"service.lora_held":           "sglang:num_queue_reqs at the readings where sglang:lora_pool_slots_used is at sglang:lora_pool_slots_total: SGLang does not say which adapter a queued request wants",
 	"cond.spec_tokens":            "SGLang exports the draft tokens per step only from v0.5.13 (sglang:spec_num_draft_tokens), which llmdoctor does not read yet",
 	"service.spec_accept_length":  "sglang:spec_accept_length (SGLang v0.4.1.post7+), or accept len in the Decode batch log line",
 	"service.spec_acceptance":     "sglang:spec_accept_rate (SGLang v0.5.3.post2+; before v0.5.11 it counts the target model's own token as accepted and reads high), or accept rate in the Decode batch log line",

@@ -104,6 +104,9 @@ var Catalogue = []engine.Metric{
 		Meaning: "tokens drafted for verification", Obtain: "vLLM with --speculative-config"},
 	{Key: engine.SpecAccepted, Names: []string{"vllm:spec_decode_num_accepted_tokens_total"}, Kind: engine.Counter, Unit: "tokens",
 		Meaning: "drafted tokens the target model accepted", Obtain: "vLLM with --speculative-config"},
+	{Key: engine.LoRAInfo, Names: []string{"vllm:lora_requests_info"}, Kind: engine.Info, Unit: "",
+		Meaning: "LoRA adapters in labels: max_lora (the adapter slots), running_lora_adapters and waiting_lora_adapters; one series per state seen, valued with the time it was last set",
+		Obtain:  "vLLM with --enable-lora (0.6.4+; V1 from 0.8)"},
 	{Key: CacheConfig, Names: []string{"vllm:cache_config_info"}, Kind: engine.Info, Unit: "",
 		Meaning: "cache configuration in labels: block_size, num_gpu_blocks, enable_prefix_caching, gpu_memory_utilization",
 		Obtain:  "exported by vLLM 0.7.3+ at engine start"},
@@ -119,6 +122,7 @@ var Engine = &engine.Engine{
 	NoSwap:      v1,
 	// V1 creates its spec_decode counters only with a speculative config.
 	SpecRegistered: v1,
+	LoRARegistered: v1,
 	How:            how,
 	Knobs:          knobs,
 }
@@ -157,6 +161,7 @@ var knobs = map[string]string{
 	"mixed_chunked_prefill":  "--enable-chunked-prefill",
 	"api_server_count":       "--api-server-count",
 	"speculative_decoding":   "--speculative-config",
+	"max_loras":              "--max-loras",
 	"num_speculative_tokens": "num_speculative_tokens in --speculative-config",
 }
 
@@ -202,6 +207,9 @@ var how = map[string]string{
 	"stage.queue":                 "vllm:request_queue_time_seconds (V1 engine, vLLM ≥ 0.7.2); V0 servers lack it: upgrade, or run with the V1 engine",
 	"stage.tpot":                  "vllm:request_time_per_output_token_seconds (vLLM ≥ 0.11)",
 	"cond.speculative":            "vllm:spec_decode_num_drafts_total, registered only with --speculative-config (V1 engine)",
+	"cond.lora":                   "vllm:lora_requests_info, exported only with --enable-lora",
+	"cond.max_loras":              "label max_lora of vllm:lora_requests_info (--max-loras)",
+	"service.lora_held":           "vllm:num_requests_waiting_by_reason{reason=\"deferred\"} (vLLM from 2026-04; it counts requests held by the LoRA budget or a KV transfer)",
 	"cond.spec_tokens":            "vllm:spec_decode_num_draft_tokens_total ÷ vllm:spec_decode_num_drafts_total",
 	"service.spec_accept_length":  "1 + vllm:spec_decode_num_accepted_tokens_total ÷ vllm:spec_decode_num_drafts_total, or Mean acceptance length in the SpecDecoding metrics log line",
 	"service.spec_acceptance":     "vllm:spec_decode_num_accepted_tokens_total ÷ vllm:spec_decode_num_draft_tokens_total",

@@ -205,7 +205,7 @@ func builtinTruths() ([]BuiltinTruth, error) {
 }
 
 // Column and row order of the confusion matrix.
-var labelOrder = []string{"none", "queueing", "kv-capacity", "prefill", "prefill-interference", "prefix-cache", "speculation",
+var labelOrder = []string{"none", "queueing", "kv-capacity", "prefill", "prefill-interference", "prefix-cache", "speculation", "lora",
 	"decode", "memory-bandwidth", "compute", "cpu-overhead", "client", "measurement", "errors", "imbalance", "unknown"}
 
 func orderLabels(seen map[string]bool) []string {
