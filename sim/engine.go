@@ -109,6 +109,9 @@ type Engine struct {
 	holdClock [holdReasons]float64
 	last      stepCost
 	truth     *truthAccumulator
+	// passed counts the waiting requests the last step passed over for
+	// want of a LoRA adapter slot (vLLM's deferred requests).
+	passed int
 }
 
 // New builds an engine for a scenario. keepRecords keeps every finished
@@ -518,6 +521,7 @@ func (e *Engine) step() bool {
 		batch = append(batch, work{r, n, n, false})
 		budget -= n
 	}
+	e.passed = len(passed)
 	if len(passed) > 0 {
 		// The head of the queue waits for an adapter slot.
 		e.waiting = append(passed, e.waiting...)

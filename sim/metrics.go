@@ -254,15 +254,14 @@ func (m *metrics) setGauges(e *Engine) {
 func (m *metrics) setLoRA(e *Engine) {
 	slots := e.adapters()
 	waiting := map[int]bool{}
-	m.deferred = 0
 	for _, r := range e.waiting {
 		if r.adapter >= 0 {
 			waiting[r.adapter] = true
 		}
-		if e.lorad(r, slots) {
-			m.deferred++
-		}
 	}
+	// Deferred are the requests the scheduler passed over; those it never
+	// reached (the batch full first) wait for capacity.
+	m.deferred = float64(e.passed)
 	m.loraRunning = float64(len(slots))
 	names := func(set map[int]bool) string {
 		ids := make([]int, 0, len(set))

@@ -263,6 +263,9 @@ func configOf(s *Snapshot) string {
 	var parts []string
 	for _, infos := range s.Infos {
 		for _, l := range infos {
+			if l["num_gpu_blocks"] == "" && l["block_size"] == "" {
+				continue // an info series of state, not of the cache (LoRA adapters in use)
+			}
 			parts = append(parts, fmt.Sprintf("{model %s engine %s blocks %s × %s}", l["model_name"], l["engine"], l["num_gpu_blocks"], l["block_size"]))
 		}
 	}
