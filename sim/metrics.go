@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -264,14 +266,9 @@ func (m *metrics) setLoRA(e *Engine) {
 	m.deferred = float64(e.passed)
 	m.loraRunning = float64(len(slots))
 	names := func(set map[int]bool) string {
-		ids := make([]int, 0, len(set))
-		for a := range set {
-			ids = append(ids, a)
-		}
-		sort.Ints(ids)
-		out := make([]string, len(ids))
-		for i, a := range ids {
-			out[i] = "adapter-" + strconv.Itoa(a)
+		var out []string
+		for _, a := range slices.Sorted(maps.Keys(set)) {
+			out = append(out, "adapter-"+strconv.Itoa(a))
 		}
 		return strings.Join(out, ",")
 	}
