@@ -302,6 +302,9 @@ type LatencyMap struct {
 	TTFT    *float64 `json:"ttft_mean,omitempty"`
 	Queue   *float64 `json:"queue_mean,omitempty"`
 	Prefill *float64 `json:"prefill_mean,omitempty"`
+	// Transfer is a decode instance's pull of the prompt's KV from the
+	// prefill instance (prefill and decode on separate instances).
+	Transfer *float64 `json:"transfer_mean,omitempty"`
 	// Front is TTFT not spent in queue or prefill (API server, tokenizer).
 	Front  *float64 `json:"front_mean,omitempty"`
 	Decode *float64 `json:"decode_mean,omitempty"`
@@ -987,7 +990,7 @@ func latencyMap(e *evidence.Evidence) LatencyMap {
 		return p(x)
 	}
 	m := LatencyMap{TTFT: ok("stage.ttft", v.Stage.TTFT.Mean), Queue: ok("stage.queue", v.Stage.Queue.Mean),
-		Prefill: ok("stage.prefill", v.Stage.Prefill.Mean), Front: p(v.Stage.FrontMean),
+		Prefill: ok("stage.prefill", v.Stage.Prefill.Mean), Front: p(v.Stage.FrontMean), Transfer: ok("stage.transfer", v.Stage.Transfer.Mean),
 		Decode: ok("stage.decode", v.Stage.Decode.Mean), E2E: ok("service.e2e", v.Service.E2E.Mean),
 		ClientTTFT: p(v.Service.ClientTTFT.Mean), NetworkShare: p(v.Service.NetworkShare)}
 	b := v.Stage.Budget

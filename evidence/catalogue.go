@@ -61,6 +61,8 @@ var docs = map[string]node{
 	"cond.spec_tokens":            {"tokens", "tokens drafted per request per verify step (num_speculative_tokens)", "the engine's speculative decoding draft counters"},
 	"cond.lora":                   {"bool", "1 when the engine serves LoRA adapters", "the engine's LoRA metrics, exported when LoRA is enabled"},
 	"cond.max_loras":              {"count", "LoRA adapter slots of a running batch: the most distinct adapters it may hold", "the engine's LoRA metrics"},
+	"cond.prefill_side":           {"bool", "1 on the prefill instances of a deployment that runs prefill and decode apart: their TTFT is all prefill by design, and only part of what users wait", "the role of each instance, as for cond.disaggregated"},
+	"cond.disaggregated":          {"bool", "1 when the target is one side (prefill or decode instances) of a deployment that runs prefill and decode apart", "the role of each instance: its labels, or its traffic (a decode instance pulls KV, a prefill instance gives one token per request)"},
 
 	"stage.ttft":                     {"s", "time to first token, including queue wait and API-server time", "the engine's time-to-first-token histogram; scrape its /metrics or query Prometheus"},
 	"stage.queue":                    {"s", "time from queued to first scheduled, per request", "the engine's per-request queue-time histogram"},
@@ -76,6 +78,9 @@ var docs = map[string]node{
 	"stage.decode_floor":             {"s", "the physical floor of time per output token: weight bytes ÷ (peak HBM bandwidth × GPUs)", "needs cond.weight_bytes and DCGM (GPU model and count)"},
 	"stage.ttft_p99_at_least":        {"s", "the least TTFT p99 can be: the lower bound of the histogram bucket it was interpolated in (the value itself where exact)", "the engine's TTFT histogram"},
 	"stage.itl_p50_at_least":         {"s", "the least the median gap between tokens can be: the lower bound of the histogram bucket it was interpolated in (the value itself where exact)", "the engine's inter-token latency histogram"},
+	"stage.transfer":                 {"s", "the decode instance's pull of a request's prompt KV from the prefill instance, per transfer", "the KV connector's transfer-time histogram (vLLM's NIXL metrics, ≥ 0.11.1) or its KV Transfer metrics log lines"},
+	"stage.share.transfer":           {"ratio", "share of mean TTFT (on the decode instance) spent pulling the prompt's KV from the prefill instance", "needs stage.ttft and stage.transfer"},
+	"stage.share_max.transfer":       {"ratio", "upper bound of the KV pull's share of mean TTFT (its share where known)", "needs stage.ttft and stage.transfer"},
 	"stage.front_mean":               {"s", "mean TTFT not spent in queue or prefill: API server, tokenization, IPC", "needs stage.ttft, stage.queue and stage.prefill"},
 	"stage.share.queue":              {"ratio", "share of mean TTFT spent waiting for the scheduler", "needs stage.ttft and stage.queue (the queue-time histogram)"},
 	"stage.share.prefill":            {"ratio", "share of mean TTFT spent computing the prompt", "needs stage.ttft and stage.prefill (the prefill-time histogram)"},

@@ -55,6 +55,11 @@ func check(e *Evidence, member bool) {
 	if e.Inconsistent("stage.ttft") != "" {
 		ttft = math.NaN()
 	}
+	// A decode instance's KV pull is a stage of its TTFT of its own.
+	tr := 0.0
+	if x := st.Transfer.Mean; Present(x) && e.Inconsistent("stage.transfer") == "" {
+		tr = x
+	}
 
 	// The whole users wait for the first token, and whether it is the sum of
 	// the parts the server reports.
@@ -65,16 +70,16 @@ func check(e *Evidence, member bool) {
 		e.AddInconsistency(Inconsistency{Check: "prefill-exceeds-ttft", Fields: []string{"stage.ttft", "stage.prefill"},
 			Note: fmt.Sprintf("mean prefill %s exceeds mean TTFT %s, which should contain it: both are withheld", secs(p), secs(ttft))})
 		total, p = math.NaN(), math.NaN()
-	case Present(ttft) && Present(q) && Present(p) && q+p > over(ttft):
+	case Present(ttft) && Present(q) && Present(p) && q+tr+p > over(ttft):
 		// TTFT that excludes queue wait (some gateways and forks): users wait
 		// for queue + TTFT, and the map is built from the parts.
 		e.AddInconsistency(Inconsistency{Check: "ttft-excludes-queue", Fields: []string{"stage.ttft"},
 			Note: fmt.Sprintf("queue %s + prefill %s exceed mean TTFT %s: this server's TTFT excludes queue wait, so its TTFT is withheld from rules and the latency map adds queue to it",
 				secs(q), secs(p), secs(ttft))})
 		total = q + ttft
-		front = math.Max(0, ttft-p)
+		front = math.Max(0, ttft-tr-p)
 	case Present(ttft) && Present(q) && Present(p):
-		front = math.Max(0, ttft-q-p)
+		front = math.Max(0, ttft-q-tr-p)
 		// While requests queue, TTFT (observed at the first token) and the
 		// stage times (at the finish) cover different requests: a large
 		// residual is the queue moving, not time before the engine.
@@ -85,7 +90,7 @@ func check(e *Evidence, member bool) {
 			e.AddInconsistency(Inconsistency{Check: "ttft-covers-other-requests", Fields: []string{"stage.front_mean", "stage.share.front"},
 				Note: fmt.Sprintf("mean TTFT %s exceeds queue %s + prefill %s by %s while %.0f requests wait on average: TTFT counts requests at their first token, queue and prefill at their finish, so in a moving queue they cover different requests; front time is withheld and shares come from queue and prefill",
 					secs(ttft), secs(q), secs(p), secs(front), w)})
-			total, front = q+p, math.NaN()
+			total, front = q+tr+p, math.NaN()
 		}
 	}
 	if Present(e2e) && Present(st.TTFT.Mean) && e.Inconsistent("stage.ttft") == "" && e2e < st.TTFT.Mean*(1-partsSlack)-partsFloor {
@@ -119,6 +124,9 @@ func check(e *Evidence, member bool) {
 		setIfMissing(&sh.Queue, q/total)
 		setIfMissing(&sh.Prefill, p/total)
 		setIfMissing(&sh.Front, front/total)
+		if tr > 0 {
+			setIfMissing(&sh.Transfer, tr/total)
+		}
 	}
 	if !Present(st.FrontMean) && Present(front) {
 		st.FrontMean = front
@@ -138,6 +146,7 @@ func check(e *Evidence, member bool) {
 	setIfMissing(&mx.Front, sh.Front)
 	setIfMissing(&mx.Decode, sh.Decode)
 	setIfMissing(&mx.ITLTail, sh.ITLTail)
+	setIfMissing(&mx.Transfer, sh.Transfer)
 	if Present(q) && Present(p) && q+p > 0 {
 		setIfMissing(&mx.Queue, q/(q+p))
 		setIfMissing(&mx.Prefill, p/(q+p))
@@ -145,7 +154,7 @@ func check(e *Evidence, member bool) {
 	if t := st.TTFT.Mean; Present(e2e) && e2e > 0 && Present(t) && e.Inconsistent("stage.ttft") == "" {
 		setIfMissing(&mx.Decode, (e2e-t)/e2e)
 	}
-	for _, path := range []string{"stage.share.queue", "stage.share.prefill", "stage.share.front", "stage.share.decode", "stage.share.itl_tail"} {
+	for _, path := range []string{"stage.share.queue", "stage.share.prefill", "stage.share.front", "stage.share.decode", "stage.share.itl_tail", "stage.share.transfer"} {
 		if f, _ := Lookup(path); Present(e.Values.Get(f)) {
 			if _, ok := e.Sources[path]; !ok {
 				e.Cite(path, Source{Metric: "derived", Note: "stage mean ÷ the latency it is part of"})

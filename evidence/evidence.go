@@ -90,17 +90,26 @@ type Cond struct {
 	// slots of a running batch.
 	LoRA     float64 `expr:"lora"`
 	MaxLoRAs float64 `expr:"max_loras"`
+	// Disaggregated is 1 when the target is one side of a deployment that
+	// runs prefill and decode on separate instances.
+	Disaggregated float64 `expr:"disaggregated"`
+	// PrefillSide is 1 on the prefill instances of such a deployment: their
+	// TTFT is prefill by design, and only a part of what users wait.
+	PrefillSide float64 `expr:"prefill_side"`
 }
 
 // Stage is the per-stage latency layer.
 type Stage struct {
-	TTFT      Dist    `expr:"ttft"`
-	Queue     Dist    `expr:"queue"`
-	Prefill   Dist    `expr:"prefill"`
-	Decode    Dist    `expr:"decode"`
-	Inference Dist    `expr:"inference"`
-	ITL       Dist    `expr:"itl"`
-	TPOT      Dist    `expr:"tpot"`
+	TTFT      Dist `expr:"ttft"`
+	Queue     Dist `expr:"queue"`
+	Prefill   Dist `expr:"prefill"`
+	Decode    Dist `expr:"decode"`
+	Inference Dist `expr:"inference"`
+	ITL       Dist `expr:"itl"`
+	TPOT      Dist `expr:"tpot"`
+	// Transfer is the decode instance's pull of a request's prompt KV
+	// from the prefill instance, per transfer.
+	Transfer  Dist    `expr:"transfer"`
 	FrontMean float64 `expr:"front_mean"`
 	// DecodeFloor is the fastest possible time per output token: weight
 	// bytes over the target's total peak memory bandwidth.
@@ -137,6 +146,8 @@ type Shares struct {
 	Front   float64 `expr:"front"`
 	Decode  float64 `expr:"decode"`
 	ITLTail float64 `expr:"itl_tail"`
+	// Transfer is the KV pull's share of mean TTFT (split prefill and decode).
+	Transfer float64 `expr:"transfer"`
 }
 
 // Budget splits mean end-to-end latency into what users wait for the first

@@ -491,15 +491,20 @@ func latencyPage(id string, m advisor.LatencyMap, preemptions float64) (*pageLat
 		whole, of = *m.E2E, "of mean end-to-end "+units.Duration(*m.E2E)
 	}
 	var segs []chart.Segment
-	for _, x := range []struct {
+	type part struct {
 		name string
 		v    *float64
 		hint string
-	}{
+	}
+	parts := []part{
 		{"queue", m.Queue, "waiting for the scheduler"},
 		{"prefill", m.Prefill, "computing the prompt"},
 		{"front", m.Front, frontHint(preemptions)},
-	} {
+	}
+	if m.Transfer != nil {
+		parts = slices.Insert(parts, 2, part{"transfer", m.Transfer, "pulling the prompt's KV from the prefill instance"})
+	}
+	for _, x := range parts {
 		if x.v == nil {
 			hint := "not exported"
 			if x.name == "front" {

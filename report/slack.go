@@ -348,10 +348,15 @@ func slackLatency(m advisor.LatencyMap) string {
 		title += " (queue + the server's TTFT, which leaves queue out)"
 	}
 	var rows []string
-	for _, x := range []struct {
+	type part struct {
 		name string
 		v    *float64
-	}{{"queue", m.Queue}, {"prefill", m.Prefill}, {"front", m.Front}} {
+	}
+	parts := []part{{"queue", m.Queue}, {"prefill", m.Prefill}, {"front", m.Front}}
+	if m.Transfer != nil {
+		parts = slices.Insert(parts, 2, part{"transfer", m.Transfer})
+	}
+	for _, x := range parts {
 		if x.v == nil {
 			rows = append(rows, fmt.Sprintf("%-8s %7s       not exported", x.name, "?"))
 			continue

@@ -625,6 +625,13 @@ func (p *printer) latency(m advisor.LatencyMap) {
 		{"prefill", m.Prefill, "computing the prompt"},
 		{"front", m.Front, "before the engine saw the request (API server, tokenizer, hand-off)"},
 	}
+	if m.Transfer != nil {
+		parts = slices.Insert(parts, 2, struct {
+			name string
+			v    *float64
+			hint string
+		}{"transfer", m.Transfer, "pulling the prompt's KV from the prefill instance"})
+	}
 	// Bars take what the 80-column layout gives them (38) and scale with
 	// the width; at least 10 columns, never past the line's end (25
 	// columns of name, value and share come first).
@@ -953,6 +960,13 @@ func conditionsText(c map[string]any) string {
 		s := "speculative decoding"
 		if k, ok := get("spec_tokens"); ok {
 			s += " (" + units.Number(k) + " draft tokens)"
+		}
+		parts = append(parts, s)
+	}
+	if x, ok := get("lora"); ok && x == 1 {
+		s := "LoRA adapters"
+		if k, ok := get("max_loras"); ok {
+			s += " (" + units.Number(k) + " slot" + plural(int(k)) + ")"
 		}
 		parts = append(parts, s)
 	}

@@ -74,6 +74,11 @@ func docPage(r *Rule) page {
 		add(code, strings.TrimSpace(r.Applies))
 		add(para, "Elsewhere the rule is quiet: it has nothing to judge.")
 	}
+	if r.SkipIf != "" {
+		add(section, "Skipped when")
+		add(code, strings.TrimSpace(r.SkipIf))
+		add(para, "There the rule is quiet: it does not apply. Where that is unknown, it runs.")
+	}
 	if r.Item != "" {
 		add(para, "As a checklist item: **"+r.Item+"**")
 	}

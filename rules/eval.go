@@ -468,6 +468,13 @@ func (st *state) evalOne(r *Rule, res *Result) {
 	cfg := st.cfg
 	res.Rule, res.Severity, res.Impact, res.ImpactMax = r, cfg.severity(r), math.NaN(), math.NaN()
 	st.setParams(r)
+	if r.skipIf != nil && st.present(r.skipIfIn) {
+		if ok, err := st.test(r.skipIf); err == nil && ok == true {
+			res.Outcome = Quiet
+			res.Evidence = r.passCites(st.v, r.skipIfIn)
+			return
+		}
+	}
 	if r.applies != nil {
 		if !st.present(r.appliesIn) {
 			res.Notes = st.missingNotes(r, r.appliesIn)

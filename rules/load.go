@@ -253,6 +253,12 @@ func Parse(file string, data []byte) (*Rule, error) {
 		}
 		r.appliesIn = inputsOf(r.appliesReads)
 	}
+	if spec.SkipIf != "" {
+		if r.skipIf, r.skipIfReads, err = r.condition(spec.SkipIf); err != nil {
+			return nil, fail("skip_if", "skip_if: %v", err)
+		}
+		r.skipIfIn = inputsOf(r.skipIfReads)
+	}
 	reads := map[string]bool{}
 	r.when, err = r.compile(spec.When, expr.AsBool())
 	if err != nil {

@@ -61,7 +61,7 @@ func CostRank(c string) int {
 
 // Bottlenecks is the vocabulary a rule may name.
 var Bottlenecks = []string{"queueing", "prefill", "decode", "kv-capacity", "memory-bandwidth", "compute",
-	"prefill-interference", "prefix-cache", "cpu-overhead", "speculation", "lora", "client", "measurement", "errors", "imbalance", "none"}
+	"prefill-interference", "prefix-cache", "cpu-overhead", "speculation", "lora", "kv-transfer", "client", "measurement", "errors", "imbalance", "none"}
 
 // Layers of the evidence model.
 var Layers = []string{"cond", "stage", "service", "resource"}
@@ -131,7 +131,11 @@ type Spec struct {
 	// Applies, when set, is checked first: where it is false the rule does
 	// not apply (a fleet rule on one server) and the outcome is quiet.
 	Applies string `yaml:"applies"`
-	When    string `yaml:"when"`
+	// SkipIf, when set and known true, makes the rule quiet: it does not
+	// apply there (a prefill-only instance of a split deployment). Unlike
+	// Applies, unknown inputs leave the rule to run as it would.
+	SkipIf string `yaml:"skip_if"`
+	When   string `yaml:"when"`
 	// Plain is what one reading shows plainly: where the gauges the rule
 	// reads rest on fewer samples than a window needs (one snapshot), the
 	// rule fires on Plain instead of When, and its finding is tentative.
@@ -165,7 +169,7 @@ type BoundSpec struct {
 }
 
 // Stages a rule may name, each with its share field in the evidence.
-var Stages = []string{"queue", "prefill", "front", "decode", "itl_tail"}
+var Stages = []string{"queue", "prefill", "front", "decode", "itl_tail", "transfer"}
 
 // offPath bottlenecks are not a stage of latency: how it was measured,
 // failures, imbalance between replicas.
@@ -179,7 +183,7 @@ func OnPath(bottleneck string) bool { return !slices.Contains(offPath, bottlenec
 // slow: where its bottleneck usually shows in the latency users see.
 var DefaultStages = map[string]string{"queueing": "queue", "kv-capacity": "queue", "prefill": "prefill",
 	"prefix-cache": "prefill", "compute": "prefill", "decode": "decode", "memory-bandwidth": "decode",
-	"prefill-interference": "itl_tail", "cpu-overhead": "front", "speculation": "decode", "lora": "queue"}
+	"prefill-interference": "itl_tail", "cpu-overhead": "front", "speculation": "decode", "lora": "queue", "kv-transfer": "transfer"}
 
 // bound is a compiled BoundSpec; conjunct parts of a rule's condition are
 // bounds too (if one is false, so is the whole).
@@ -202,7 +206,7 @@ type Rule struct {
 	File string
 	Line int
 
-	when, impact, applies, plain *expression
+	when, impact, applies, plain, skipIf *expression
 	// shares are the params compared with a share in when (shareParams).
 	shares map[string]bool
 	// plainIn are the inputs Plain reads.
@@ -215,6 +219,8 @@ type Rule struct {
 	share, shareMax     *evidence.Field
 	shareAt, shareMaxAt slot
 	appliesReads        []evidence.Field
+	skipIfReads         []evidence.Field
+	skipIfIn            []input
 	says, ok            *template.Template
 	// msg is says compiled, nil where only text/template can run it.
 	msg message

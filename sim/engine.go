@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math"
@@ -40,6 +41,14 @@ type request struct {
 	maxTokens int
 	// call, for a request sent over the API, hears its tokens.
 	call *apiCall
+	// Disaggregated: on the prefill instance, the output the decode
+	// instance will give it; on the decode instance, remote says its
+	// prompt's KV comes from the prefill instance, loadDone when its pull
+	// ends, loaded that it has.
+	decodeOutput int
+	remote       bool
+	loaded       bool
+	loadDone     float64
 }
 
 func (r *request) remaining() int { return r.prompt + r.generated - r.computed }
@@ -112,6 +121,11 @@ type Engine struct {
 	// passed counts the waiting requests the last step passed over for
 	// want of a LoRA adapter slot (vLLM's deferred requests).
 	passed int
+	// Disaggregated: a decode instance's prefill instance (prefill), and
+	// a prefill instance's decode instance (decode); loading are the
+	// requests whose KV the decode instance is pulling.
+	prefill, decode *Engine
+	loading         []*request
 }
 
 // New builds an engine for a scenario. keepRecords keeps every finished
@@ -148,6 +162,19 @@ func New(sc *Scenario, keepRecords bool) (*Engine, error) {
 			model.Name, sc.TP, gpu.Name, sc.Engine.GPUMemoryUtilization)
 	}
 	e.m = newMetrics(e)
+	if d := sc.Engine.Disaggregated; d != nil {
+		// The prefill instance draws the traffic; the decode instance
+		// serves what it hands over.
+		pc := *sc
+		pc.Engine.Disaggregated = nil
+		p, err := New(&pc, false)
+		if err != nil {
+			return nil, err
+		}
+		p.decode, e.prefill = e, p
+		e.nextArrival = math.Inf(1)
+		return e, nil
+	}
 	if n := sc.Workload.Concurrency; sc.Workload.External || n > 0 {
 		e.nextArrival = math.Inf(1)
 		for range n {
@@ -233,7 +260,69 @@ func (e *Engine) newRequest(at float64) *request {
 	if n := w.Adapters; n > 0 {
 		r.adapter = drawAdapter(e.rng, n)
 	}
+	if e.decode != nil {
+		// The proxy asks the prefill instance for one token.
+		r.decodeOutput, r.output, r.maxTokens = r.output, 1, 1
+	}
 	return r
+}
+
+// receive takes a request the prefill instance finished at virtual time
+// at: the proxy hands it over, and the decode instance pulls its KV.
+func (e *Engine) receive(pr *request, at float64) {
+	d := e.sc.Engine.Disaggregated
+	r := &request{id: e.nextID, arrival: at + d.Handoff.Seconds(), group: -1, pinned: -1, scheduled: -1, firstToken: -1,
+		streaming: pr.streaming, adapter: pr.adapter, prompt: pr.prompt, output: pr.decodeOutput, remote: true}
+	e.nextID++
+	r.truth.upstream = r.arrival - pr.arrival
+	r.truth.upQueue = pr.scheduled - pr.arrival
+	r.truth.upPrefill = pr.firstToken - pr.scheduled
+	r.enqueued = r.arrival + e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(r.prompt)/1000
+	heap.Push(&e.pending, r)
+}
+
+// transferTime is the pull of r's prompt KV (all but the last token, which
+// the decode instance computes to give the first token).
+func (e *Engine) transferTime(r *request) float64 {
+	d := e.sc.Engine.Disaggregated
+	return d.TransferLatency.Seconds() + e.transferBytes(r)/(d.TransferGBps*1e9)
+}
+
+func (e *Engine) transferBytes(r *request) float64 {
+	return float64(r.prompt-1) * e.kvBytesPerToken
+}
+
+// landLoads puts the requests whose KV has arrived back at the head of the
+// queue, in the order they arrived, for the scheduler to run.
+func (e *Engine) landLoads() {
+	if len(e.loading) == 0 {
+		return
+	}
+	var landed []*request
+	keep := e.loading[:0]
+	for _, r := range e.loading {
+		if r.loadDone <= e.now {
+			r.loaded = true
+			e.m.transferred(r.truth.transfer, e.transferBytes(r))
+			landed = append(landed, r)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	e.loading = keep
+	if len(landed) > 0 {
+		slices.SortFunc(landed, func(a, b *request) int { return cmp.Compare(a.enqueued, b.enqueued) })
+		e.waiting = append(landed, e.waiting...)
+	}
+}
+
+// nextLoad is when the first pull in flight ends (+Inf: none).
+func (e *Engine) nextLoad() float64 {
+	next := math.Inf(1)
+	for _, r := range e.loading {
+		next = math.Min(next, r.loadDone)
+	}
+	return next
 }
 
 // drawAdapter picks one of n adapters, the i-th about 1/(i+1) as often as
@@ -373,6 +462,9 @@ func (e *Engine) nextEvent(t float64) (next float64, poll bool) {
 func (e *Engine) AdvanceTo(t float64) {
 	e.until = math.Max(e.until, t)
 	for e.now < t {
+		if e.prefill != nil {
+			e.prefill.AdvanceTo(e.now)
+		}
 		for e.nextArrival <= e.now {
 			heap.Push(&e.pending, e.newRequest(e.nextArrival))
 			e.nextArrival = e.gap(e.nextArrival)
@@ -382,8 +474,14 @@ func (e *Engine) AdvanceTo(t float64) {
 			e.joinWaiting(r)
 			e.waiting = append(e.waiting, r)
 		}
+		e.landLoads()
 		if len(e.running) == 0 && len(e.waiting) == 0 {
-			next := e.nextArrival
+			next := math.Min(e.nextArrival, e.nextLoad())
+			if e.prefill != nil {
+				// Whatever the prefill instance finishes before then
+				// comes over first.
+				e.prefill.AdvanceTo(math.Min(next, t))
+			}
 			if e.pending.Len() > 0 {
 				next = math.Min(next, e.pending[0].enqueued)
 			}
@@ -472,6 +570,20 @@ func (e *Engine) step() bool {
 		if slots != nil && e.lorad(r, slots) {
 			passed = append(passed, r)
 			e.waiting = e.waiting[1:]
+			continue
+		}
+		if r.remote && !r.loaded {
+			// Blocks for the whole prompt, then the pull of all but its
+			// last token; the scheduler runs it once the KV has arrived.
+			if !e.allocate(r, r.prompt) {
+				e.hold = holdKV
+				break
+			}
+			r.computed = r.prompt - 1
+			r.truth.transfer = e.transferTime(r)
+			r.loadDone = e.now + r.truth.transfer
+			e.waiting = e.waiting[1:]
+			e.loading = append(e.loading, r)
 			continue
 		}
 		cached := 0
@@ -699,7 +811,7 @@ func (e *Engine) apply(batch []work, weightBytes, dt float64) {
 	}
 	for _, r := range done {
 		reason := "stop"
-		if r.call != nil {
+		if r.call != nil || e.decode != nil {
 			reason = "length" // the simulator has no EOS: an API request always runs to max_tokens
 		}
 		e.finish(r, reason)
@@ -721,6 +833,9 @@ func (e *Engine) finish(r *request, reason string) {
 	e.m.finished(r, e.now, reason)
 	if r.call != nil {
 		r.call.finished(e.now, reason)
+	}
+	if e.decode != nil {
+		e.decode.receive(r, e.now)
 	}
 	e.truthFinished(r)
 	if e.keepRecords {

@@ -95,6 +95,10 @@ type metrics struct {
 	// and waiting adapters seen, with the time it was last set.
 	loraRunning, deferred float64
 	loraStates            map[[2]string]float64
+	// Disaggregated decode instance: NIXL's pulls, timed and sized.
+	nixlTime, nixlBytes *hist
+	xferLog             []float64
+	xferBytes           float64
 	// The last 1000 requests' prefix lookups, for the log's hit rate.
 	recent    [1000][2]float64
 	recentIdx int
@@ -134,7 +138,26 @@ func newMetrics(e *Engine) *metrics {
 	if e.sc.Exposes == "sglang" {
 		m.sg = newSGLangHists(m)
 	}
+	if e.sc.Engine.Disaggregated != nil {
+		bytes := make([]float64, 0, 12)
+		for i := 1; i <= 23; i += 2 {
+			bytes = append(bytes, math.Exp2(float64(10+i)))
+		}
+		m.nixlTime = newHist("vllm:nixl_xfer_time_seconds", "Histogram of transfer duration for NIXL KV Cache transfers.",
+			[]float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0})
+		m.nixlBytes = newHist("vllm:nixl_bytes_transferred", "Histogram of bytes transferred per NIXL KV Cache transfers.", bytes)
+	}
 	return m
+}
+
+// transferred counts one KV pull of the decode instance.
+func (m *metrics) transferred(secs, bytes float64) {
+	if m.nixlTime != nil {
+		m.nixlTime.own(secs)
+		m.nixlBytes.own(bytes)
+		m.xferLog = append(m.xferLog, secs)
+		m.xferBytes += bytes
+	}
 }
 
 func (m *metrics) hists() []*hist {
@@ -244,7 +267,8 @@ func (m *metrics) gpuIdle(dt float64) { m.wallTime += dt }
 
 func (m *metrics) setGauges(e *Engine) {
 	m.running = float64(len(e.running))
-	m.waiting = float64(len(e.waiting))
+	// Requests pulling their KV wait in vLLM's queue too, as deferred.
+	m.waiting = float64(len(e.waiting) + len(e.loading))
 	m.kv = e.KVUsage()
 	if e.sc.Engine.MaxLoRAs > 0 {
 		m.setLoRA(e)
@@ -342,7 +366,24 @@ func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", m.running)
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting)
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv)
-	if n := c.e.sc.Engine.MaxLoRAs; n > 0 {
+	if c.e.sc.Engine.Disaggregated != nil && c.e.prefill != nil {
+		for _, h := range []*hist{m.nixlTime, m.nixlBytes} {
+			buckets := make(map[float64]uint64, len(h.bounds))
+			var cum uint64
+			for i, b := range h.bounds {
+				cum += h.counts[i]
+				buckets[b] = cum
+			}
+			ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, ln, nil), h.n, h.sum, buckets, lv...)
+		}
+		counter("vllm:nixl_num_failed_transfers_total", "Number of failed NIXL KV Cache transfers.", 0)
+		reason := prometheus.NewDesc("vllm:num_requests_waiting_by_reason", "Number of requests waiting, by reason.",
+			[]string{"model_name", "engine", "reason"}, nil)
+		deferred := float64(len(c.e.loading))
+		ch <- prometheus.MustNewConstMetric(reason, prometheus.GaugeValue, m.waiting-deferred, model, "0", "capacity")
+		ch <- prometheus.MustNewConstMetric(reason, prometheus.GaugeValue, deferred, model, "0", "deferred")
+	}
+	if n := c.e.sc.Engine.MaxLoRAs; n > 0 && c.e.sc.Engine.Disaggregated == nil {
 		// vLLM's LoRA state: labels only, its value the time it was last
 		// set; and waiting requests by reason (deferred: no adapter slot).
 		info := prometheus.NewDesc("vllm:lora_requests_info", "Running stats on lora requests.",

@@ -68,6 +68,25 @@ type EngineConfig struct {
 	// the most distinct adapters the running batch may hold (vLLM's
 	// --max-loras, SGLang's --max-loras-per-batch).
 	MaxLoRAs int `yaml:"max_loras,omitempty"`
+	// Disaggregated, when set, splits prefill and decode onto two
+	// instances of these settings, as vLLM's NIXL connector runs them.
+	Disaggregated *Disaggregation `yaml:"disaggregated,omitempty"`
+}
+
+// Disaggregation is prefill/decode disaggregation as vLLM's proxy and NIXL
+// connector run it: a prefill instance computes each prompt (max_tokens 1),
+// the proxy then hands the request to the decode instance, which pulls the
+// prompt's KV cache over the transfer link before its scheduler can run it,
+// and streams every token.
+type Disaggregation struct {
+	// TransferGBps is the link's bandwidth in GB/s per transfer.
+	TransferGBps float64 `yaml:"transfer_gbps"`
+	// TransferLatency is each transfer's fixed cost (handshake, posting
+	// descriptors).
+	TransferLatency time.Duration `yaml:"transfer_latency,omitempty"`
+	// Handoff is the proxy's time between the prefill instance's answer
+	// and the request reaching the decode instance.
+	Handoff time.Duration `yaml:"handoff,omitempty"`
 }
 
 // Speculative is speculative decoding as vLLM's --speculative-config and
@@ -264,6 +283,12 @@ func (s *Scenario) defaults() {
 	}
 }
 
+// CanExpose reports whether the simulator can serve the scenario under the
+// engine's names: a split prefill/decode deployment has vLLM's only.
+func (s *Scenario) CanExpose(engine string) bool {
+	return engine != "sglang" || s.Engine.Disaggregated == nil
+}
+
 // Check validates a scenario after defaults.
 func (s *Scenario) Check() error {
 	s.defaults()
@@ -305,6 +330,16 @@ func (s *Scenario) Check() error {
 	}
 	if s.Workload.Adapters < 0 || s.Engine.MaxLoRAs < 0 || s.Workload.Adapters > 0 && s.Engine.MaxLoRAs == 0 {
 		return fmt.Errorf("scenario %s: workload.adapters needs engine.max_loras of 1 or more", s.Name)
+	}
+	if d := s.Engine.Disaggregated; d != nil {
+		switch {
+		case !(d.TransferGBps > 0) || math.IsInf(d.TransferGBps, 0) || d.TransferLatency < 0 || d.Handoff < 0:
+			return fmt.Errorf("scenario %s: engine.disaggregated needs transfer_gbps > 0 and transfer_latency, handoff ≥ 0", s.Name)
+		case s.Workload.External || s.Workload.Concurrency > 0:
+			return fmt.Errorf("scenario %s: engine.disaggregated runs open-loop traffic of its own: leave out workload.external and concurrency", s.Name)
+		case s.Exposes == "sglang":
+			return fmt.Errorf("scenario %s: engine.disaggregated serves vLLM's names only", s.Name)
+		}
 	}
 	if s.Engine.MaxNumSeqs < 1 || s.Engine.MaxNumBatchedTokens < 1 || s.Engine.BlockSize < 1 {
 		return fmt.Errorf("scenario %s: engine limits must be positive", s.Name)

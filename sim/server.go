@@ -36,6 +36,8 @@ type Server struct {
 
 	mu         sync.Mutex
 	vllm, dcgm *prometheus.Registry
+	// prefill is a disaggregated deployment's prefill instance's /metrics.
+	prefill *prometheus.Registry
 	started    time.Time
 	base       float64
 	// Step mode: the virtual time the last vLLM scrape served. It moves on
@@ -64,6 +66,9 @@ func NewServer(e *Engine, step time.Duration, speed float64) *Server {
 		wake: make(chan struct{}, 1), driverDone: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.vllm, s.dcgm = e.Registries()
+	if e.prefill != nil {
+		s.prefill, _ = e.prefill.Registries()
+	}
 	return s
 }
 
@@ -81,8 +86,16 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// PrefillPath serves a disaggregated scenario's prefill instance's metrics
+// (/metrics is then its decode instance's).
+const PrefillPath = "/prefill/metrics"
+
+// Disaggregated reports whether the engine is a decode instance with a
+// prefill instance of its own.
+func (e *Engine) Disaggregated() bool { return e.prefill != nil }
+
 // Handler routes /metrics, /dcgm/metrics, /health and the OpenAI-compatible
-// API.
+// API; a disaggregated scenario's prefill instance's metrics at PrefillPath.
 //
 // In real time, /v1/completions and /v1/chat/completions requests join the
 // engine's FCFS queue with the scenario's own requests, under the same
@@ -102,6 +115,9 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) { s.serve(w, s.vllm, true) })
 	mux.HandleFunc("/dcgm/metrics", func(w http.ResponseWriter, r *http.Request) { s.serve(w, s.dcgm, false) })
+	if s.prefill != nil {
+		mux.HandleFunc(PrefillPath, func(w http.ResponseWriter, r *http.Request) { s.serve(w, s.prefill, false) })
+	}
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("/v1/models", s.models)
 	mux.HandleFunc("/v1/completions", s.completions(false))

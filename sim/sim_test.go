@@ -114,7 +114,7 @@ func TestBuiltinScenariosLoadAndFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bursty", "cpu-overhead", "decode-bound", "healthy", "kv-capacity", "long-prompt", "lora-slots",
+	want := []string{"bursty", "cpu-overhead", "decode-bound", "healthy", "kv-capacity", "kv-transfer", "long-prompt", "lora-slots",
 		"moe-bandwidth", "prefill-interference", "prefix-cache-miss", "queue-bound", "speculation-not-paying"}
 	var got []string
 	for _, s := range all {

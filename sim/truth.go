@@ -30,6 +30,10 @@ type requestTruth struct {
 	// Stalls: frozen while decoding behind prefill work.
 	stalls    int
 	stallTime float64
+	// Disaggregated decode instance: the KV pull, and the time before
+	// the hand-over (upstream), of it the prefill instance's queue
+	// (from arrival) and prefill.
+	transfer, upstream, upQueue, upPrefill float64
 }
 
 // truthAccumulator sums what requests finishing after MarkTruth went through.
@@ -48,6 +52,7 @@ type truthAccumulator struct {
 	// Under speculative decoding: decode stream-seconds and tokens kept,
 	// and what the same steps would have taken and given without it.
 	specTime, specTokens, plainTime, plainTokens float64
+	transfer, upstream, upQueue, upPrefill       float64
 }
 
 // GroundTruth is what the simulator knows about the requests that finished
@@ -88,6 +93,12 @@ type GroundTruth struct {
 	// them without it (below 1: speculation cost more than it saved); 0
 	// without speculative decoding.
 	SpecGain float64
+	// Disaggregated prefill and decode: Upstream is the mean time before
+	// the decode instance had the request (the prefill instance's queue
+	// UpstreamQueue and prefill UpstreamPrefill, and the hand-over), and
+	// Transfer the mean pull of its KV. TTFT and E2E then count from the
+	// client's request: TTFT = Upstream + Front + Queue + Transfer + Prefill.
+	Upstream, UpstreamQueue, UpstreamPrefill, Transfer float64
 }
 
 // WindowTruth runs a scenario the way a step-mode Server serves it to a
@@ -130,6 +141,8 @@ func (e *Engine) Truth() GroundTruth {
 		g.WaitStep, g.WaitSeqs = a.wait[holdNone]/n, a.wait[holdSeqs]/n
 		g.WaitTokens, g.WaitKV = a.wait[holdTokens]/n, a.wait[holdKV]/n
 		g.WaitLoRA = a.wait[holdLoRA] / n
+		g.Transfer, g.Upstream = a.transfer/n, a.upstream/n
+		g.UpstreamQueue, g.UpstreamPrefill = a.upQueue/n, a.upPrefill/n
 		g.PreemptionsPerRequest = float64(a.preemptions) / n
 		g.StallsPerRequest, g.StallTime = float64(a.stalls)/n, a.stallTime/n
 		g.TPOTMedian, g.TPOTSteady = a.tpot.quantile(0.5), a.tpotSteady.quantile(0.5)
@@ -260,13 +273,17 @@ func (e *Engine) truthFinished(r *request) {
 	}
 	a.n++
 	a.front += r.enqueued - r.arrival
-	a.queue += r.scheduled - r.enqueued
+	a.queue += r.scheduled - r.enqueued - r.truth.transfer
+	a.transfer += r.truth.transfer
+	a.upstream += r.truth.upstream
+	a.upQueue += r.truth.upQueue
+	a.upPrefill += r.truth.upPrefill
 	a.prefill += r.firstToken - r.scheduled
 	a.prefillOwn += r.truth.prefillOwn
 	decode := r.lastTk - r.firstToken
 	a.decode += decode
-	a.ttft += r.firstToken - r.arrival
-	a.e2e += e.now - r.arrival
+	a.ttft += r.firstToken - r.arrival + r.truth.upstream
+	a.e2e += e.now - r.arrival + r.truth.upstream
 	a.prompt += float64(r.prompt)
 	a.output += float64(r.generated)
 	for k := range a.wait {

@@ -32,6 +32,10 @@ const (
 	// problem or not depending on which requests a window counts (TTFT at
 	// the first token, the rest at the finish), so both answers are right.
 	borderMargin = 0.1
+	// A KV pull between prefill and decode instances holding this share
+	// of TTFT, and at least transferMin, is the problem.
+	transferShare = 0.3
+	transferMin   = 0.1 // s of mean transfer
 )
 
 // Problem is one stage holding a user-visible share of latency.
@@ -96,14 +100,20 @@ func (g GroundTruth) label(k float64) TruthLabel {
 	queueMin, queueShare, prefillShare, prefillTTFT := k*queueMin, k*queueShare, k*prefillShare, k*prefillTTFT
 	frontShare, frontMin, decodeShare, decodeTPOT := k*frontShare, k*frontMin, k*decodeShare, k*decodeTPOT
 	stallsPerReq := k * stallsPerReq
-	q, p, f := g.Queue/g.TTFT, g.Prefill/g.TTFT, g.Front/g.TTFT
+	// Split prefill and decode: the prefill instance's queue and prefill
+	// are the deployment's (zero otherwise).
+	q, p, f := (g.Queue+g.UpstreamQueue)/g.TTFT, (g.Prefill+g.UpstreamPrefill)/g.TTFT, g.Front/g.TTFT
+	x := g.Transfer / g.TTFT
 	d := g.Decode / g.E2E
 	interference := g.StallsPerRequest >= stallsPerReq
 	kvHeld := g.Queue > 0 && g.WaitKV/g.Queue >= kvWaitShare
 	loraHeld := g.Queue > 0 && g.WaitLoRA/g.Queue >= kvWaitShare
 	preempted := g.PreemptionsPerRequest >= kvPreemptions
 	var ps []Problem
-	if g.Queue >= queueMin && q >= queueShare {
+	if g.Transfer >= k*transferMin && x >= k*transferShare {
+		ps = append(ps, Problem{"transfer", x, "kv-transfer"})
+	}
+	if g.Queue+g.UpstreamQueue >= queueMin && q >= queueShare {
 		c := "queueing"
 		switch {
 		case kvHeld || preempted:
@@ -224,6 +234,8 @@ func (g GroundTruth) label(k float64) TruthLabel {
 		}
 	case "interference":
 		l.Why = fmt.Sprintf("%.2f stalls per request, %.0f%% of end-to-end", g.StallsPerRequest, 100*top.Share)
+	case "transfer":
+		l.Why = fmt.Sprintf("the KV pull from the prefill instance %.0f%% of TTFT (%.0f ms)", 100*x, 1000*g.Transfer)
 	}
 	for _, x := range ps[1:] {
 		if x.Share >= top.Share-runnerUpMargin {
@@ -294,6 +306,9 @@ func LabelRules() []string {
 			"A decode problem with a gain under %.0f → `speculation` (also `decode` within %.0f%% of it); a queue held by the "+
 			"cap or the budget with a gain under %.0f also accepts `speculation`; a decode problem, or a decode over the 50 ms target, "+
 			"with a gain under %.1f also accepts `speculation`.", specCosts, 100*specMargin, specCosts, specCosts+specMargin),
+		fmt.Sprintf("Prefill and decode on separate instances: TTFT counts from the client's request, the prefill instance's queue "+
+			"and prefill count as queue and prefill, and a **transfer** problem (the decode instance's pull of the prompt's KV) is "+
+			"a share ≥ %s and a mean ≥ %s → `kv-transfer`.", pct(transferShare), ms(transferMin)),
 		fmt.Sprintf("A second problem whose share is within %.0f points of the winner's is also accepted.", 100*runnerUpMargin),
 		fmt.Sprintf("No problem but decode ≥ %s of end-to-end with median TPOT ≥ %s (the common interactive target): "+
 			"`none`, also `decode` and its bound as above.", pct(decodeShare), ms(decodeTarget)),

@@ -90,9 +90,15 @@ func Diagnose(ctx context.Context, sc *sim.Scenario, o Options) (*advisor.Diagno
 		base = "http://" + ln.Addr().String()
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	src := &diagnosis.ScrapeSource{Engines: []string{base + "/metrics"},
+	engines := []string{base + "/metrics"}
+	if e.Disaggregated() {
+		engines = append(engines, base+sim.PrefillPath)
+	}
+	src := &diagnosis.ScrapeSource{Engines: engines,
 		Interval: interval, Scrapes: Scrapes, Sequential: true, Client: client}
-	if ModelsGPU(sc) {
+	// A split deployment's GPUs are on two instances of one simulated
+	// host, which no join can tell apart: it serves the engines' metrics only.
+	if ModelsGPU(sc) && !e.Disaggregated() {
 		src.GPUExporters = []string{base + "/dcgm/metrics"}
 	}
 	in, err := diagnosis.Read(ctx, diagnosis.Sources{Scrape: src}, nil)

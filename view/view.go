@@ -438,6 +438,8 @@ func StageLatency(stage string) string {
 		return "mean end-to-end (decode)"
 	case "itl_tail":
 		return "the slowest gaps between tokens"
+	case "transfer":
+		return "mean TTFT (KV transfer)"
 	}
 	return "latency"
 }

@@ -50,6 +50,11 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 	// Notes go to the caller's window; series are read from cw, where
 	// copies of one number (tensor-parallel ranks) are one series.
 	cw := eng.collapse(w, group)
+	if roles := eng.roles(cw, group); roles != nil {
+		cw = withRoles(cw, eng.Members[0], roles)
+		group = append(slices.Clone(group), RoleLabel)
+		w.Notes = append(w.Notes, eng.Title+" prefill and decode run on separate instances (a decode instance pulls KV, a prefill instance gives one token per request): each side is diagnosed on its own")
+	}
 	// Members come from the per-member series when the source summed the
 	// target's own (Prometheus), else from the target's series.
 	var mw *window.Window
@@ -57,8 +62,15 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 		mw = eng.collapse(w.Members, group)
 	}
 	var out []*evidence.Evidence
-	for _, sel := range eng.targets(cw, group) {
-		if emptyLabels(sel) {
+	sels := eng.targets(cw, group)
+	if len(sels) == 0 && eng.hasInfos(cw) {
+		// Only configuration series (vLLM's carry no model_name): one target
+		// of unknown model holds what they say.
+		sels = []window.Labels{{}}
+		w.Notes = append(w.Notes, eng.Title+" configuration series only ("+strings.Join(eng.infoNames(cw), ", ")+"): nothing here counts or times requests, so only the configuration can be read; scrape the server's /metrics while it serves")
+	}
+	for _, sel := range sels {
+		if len(sel) > 0 && emptyLabels(sel) {
 			// Series without the grouping labels are not an engine's (the
 			// production-stack router reuses vllm: names with a server label).
 			w.Notes = append(w.Notes, fmt.Sprintf("%s series without %s were left out (a router or another exporter?); group by a label they carry to read them",
@@ -102,6 +114,22 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 		}
 		evidence.Fleet(e)
 		out = append(out, e)
+	}
+	return out
+}
+
+// hasInfos reports whether the window holds any of the engine's info series.
+func (eng *Engine) hasInfos(w *window.Window) bool { return len(eng.infoNames(w)) > 0 }
+
+// infoNames lists the engine's info families the window holds.
+func (eng *Engine) infoNames(w *window.Window) []string {
+	var out []string
+	for _, m := range eng.Catalogue {
+		for _, name := range m.Names {
+			if m.Kind == Info && len(w.Infos[name]) > 0 {
+				out = append(out, name)
+			}
+		}
 	}
 	return out
 }
@@ -260,6 +288,7 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 	b.e.Cite("cond.tpot_tracked", evidence.Source{Metric: "derived", From: w.From, Note: "request TPOT or inter-token latency histogram present"})
 	v.Stage.TTFT = b.dist(TTFT, "stage.ttft")
 	v.Stage.Queue = b.dist(QueueTime, "stage.queue")
+	b.transfer()
 	v.Stage.Prefill = b.dist(PrefillTime, "stage.prefill")
 	v.Stage.Decode = b.dist(DecodeTime, "stage.decode")
 	v.Stage.Inference = b.dist(InferenceTime, "stage.inference")
@@ -381,4 +410,56 @@ func (eng *Engine) buildOne(w, members *window.Window, sel window.Labels, opt Op
 		}
 	}
 	return b.e
+}
+
+// transfer reads the KV pulls of a decode instance, and takes them out of
+// the queue time where the engine's queue histogram holds them: the
+// budget then has a transfer stage of its own.
+func (b *builder) transfer() {
+	v := b.v
+	if r := b.sel[RoleLabel]; r != "" {
+		v.Cond.Disaggregated, v.Cond.PrefillSide = 1, boolNum(r == RolePrefill)
+		for _, p := range []string{"cond.disaggregated", "cond.prefill_side"} {
+			b.e.Cite(p, evidence.Source{Metric: "derived", From: b.w.From,
+				Note: "a decode instance pulls KV, a prefill instance gives one token per request"})
+		}
+	}
+	v.Stage.Transfer = b.dist(KVTransferTime, "stage.transfer")
+	t, q := &v.Stage.Transfer, &v.Stage.Queue
+	switch {
+	case b.sel[RoleLabel] != "":
+	case evidence.Present(t.Count) && t.Count > 0:
+		// Pulling KV, it is a decode instance, whatever else was scraped.
+		v.Cond.Disaggregated, v.Cond.PrefillSide = 1, 0
+		b.e.Cite("cond.disaggregated", evidence.Source{Metric: b.e.Sources["stage.transfer"].Metric, From: b.w.From, Note: "the instance pulls KV: a decode instance"})
+		b.e.Cite("cond.prefill_side", evidence.Source{Metric: b.e.Sources["stage.transfer"].Metric, From: b.w.From, Note: "the instance pulls KV: a decode instance"})
+	case len(b.w.Histograms) > 0:
+		// A window of metrics without a KV pull or a second role: one
+		// instance does both (a KV connector without transfer metrics
+		// would hide a split).
+		v.Cond.Disaggregated, v.Cond.PrefillSide = 0, 0
+		for _, p := range []string{"cond.disaggregated", "cond.prefill_side"} {
+			b.e.Cite(p, evidence.Source{Metric: "derived", From: b.w.From, Note: "no KV transfer metrics, and no instance that only prefills"})
+		}
+	}
+	if !b.eng.QueueHoldsTransfer || !evidence.Present(t.Mean) || !evidence.Present(q.Mean) {
+		return
+	}
+	// The mean of a difference is the difference of means; a quantile's is
+	// not: each is estimated as the difference of the same quantiles, as
+	// the longest pulls are the longest prompts' and wait the longest.
+	q.Mean = math.Max(0, q.Mean-t.Mean)
+	for _, x := range [][2]*float64{{&q.P50, &t.P50}, {&q.P90, &t.P90}, {&q.P95, &t.P95}, {&q.P99, &t.P99}} {
+		if evidence.Present(*x[0]) && evidence.Present(*x[1]) {
+			*x[0] = math.Max(0, *x[0]-*x[1])
+		} else {
+			*x[0] = math.NaN()
+		}
+	}
+	for _, k := range []string{"p50", "p90", "p95", "p99", "max"} {
+		delete(b.e.Resolution, "stage.queue."+k)
+	}
+	src := b.e.Sources["stage.queue"]
+	src.Note = strings.TrimPrefix(src.Note+"; the KV pull taken out (the engine counts a request as queued while its KV is pulled): the mean exactly, quantiles as the difference of the same quantiles", "; ")
+	b.e.Cite("stage.queue", src)
 }

@@ -130,6 +130,11 @@ const (
 	LoRAInfo      = "lora_info"
 	LoRASlots     = "lora_slots"
 	LoRASlotsUsed = "lora_slots_used"
+	// KVTransferTime and KVTransferBytes time and size each pull of a
+	// request's prompt KV by a decode instance from a prefill instance
+	// (vLLM's NIXL connector histograms).
+	KVTransferTime  = "kv_transfer_time"
+	KVTransferBytes = "kv_transfer_bytes"
 )
 
 // MemberKeys are the families a member's evidence is read from when the
@@ -170,6 +175,11 @@ type Engine struct {
 	// LoRASlots): exported only with LoRA enabled, by every version that
 	// exports them at all.
 	LoRARegistered func(w *window.Window) bool
+	// QueueHoldsTransfer: the queue-time histogram runs until the
+	// scheduler first runs a request, and a decode instance's request
+	// waits in the queue while its KV is pulled (vLLM), so the queue time
+	// holds the transfer.
+	QueueHoldsTransfer bool
 	// ReasonLabel is the label of RequestSuccess that holds the finish
 	// reason (stop, length, abort, error); "" when the engine has none.
 	ReasonLabel string

@@ -58,7 +58,7 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 	var notes []string
 	readings := map[string][]record{}
 	var events []record
-	var spec []record
+	var spec, xfers []record
 	seenRetract := map[string]bool{}
 	v0 := false
 	other, dups, clash := 0, 0, 0
@@ -100,6 +100,8 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 			}
 		case r.kind == specDecode:
 			spec = append(spec, r)
+		case eng == "vllm" && r.kind == kvTransfer:
+			xfers = append(xfers, r)
 		}
 	}
 	if other > 0 {
@@ -120,19 +122,24 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 		def = v0Interval
 	}
 	if len(readings) == 0 {
-		if len(events) > 0 || len(spec) == 0 {
+		if len(events) > 0 || len(spec)+len(xfers) == 0 {
 			return buildEvents(events, eng, model, from, def), notes
 		}
-		// Speculative decoding lines alone: their times and counts.
-		w := buildEvents(spec, eng, model, from, def)
+		// Speculative decoding or KV transfer lines alone: their times
+		// and counts.
+		w := buildEvents(append(slices.Clone(spec), xfers...), eng, model, from, def)
 		if eng == "vllm" {
 			engines := map[string][]record{}
-			for _, r := range spec {
+			for _, r := range append(slices.Clone(spec), xfers...) {
 				engines[r.engine] = nil
 			}
 			specCounters(w, spec, engines, model)
+			transfers(w, xfers, engines, model)
 		}
-		return w, append(notes, specNote(from, spec))
+		if len(spec) > 0 {
+			notes = append(notes, specNote(from, spec))
+		}
+		return w, notes
 	}
 	undated := place(readings, def)
 	if undated > 0 {
@@ -285,8 +292,47 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 	}
 	if eng == "vllm" {
 		specCounters(w, spec, readings, model)
+		transfers(w, xfers, readings, model)
 	}
 	return w, notes
+}
+
+// transfers adds the KV pulls of vLLM's "KV Transfer metrics" lines (per
+// interval) to a log's window as the transfer histograms' counts and sums,
+// without buckets: the lines give a mean, and a p90 per interval only.
+func transfers(w *window.Window, xfers []record, readings map[string][]record, model string) {
+	engines := slices.Sorted(maps.Keys(readings))
+	if len(engines) == 0 || len(xfers) == 0 {
+		return
+	}
+	type sums struct{ n, secs, bytes float64 }
+	by := map[string]*sums{}
+	for _, r := range xfers {
+		e := r.engine
+		if _, ok := readings[e]; !ok {
+			e = engines[0]
+		}
+		if by[e] == nil {
+			by[e] = &sums{}
+		}
+		s := by[e]
+		s.n += nz(r.xfers)
+		s.secs += nz(r.xfers) * nz(r.xferMean)
+		s.bytes += nz(r.xfers) * nz(r.xferBytes)
+	}
+	for _, e := range engines {
+		s := by[e]
+		if s == nil {
+			s = &sums{}
+		}
+		l := window.Labels{"model_name": model, rankLabel("vllm"): e}
+		if n := name("vllm", engine.KVTransferTime); n != "" {
+			w.Histograms[n] = append(w.Histograms[n], window.Histogram{Labels: l, Count: s.n, Sum: s.secs})
+		}
+		if n := name("vllm", engine.KVTransferBytes); n != "" && s.bytes > 0 {
+			w.Histograms[n] = append(w.Histograms[n], window.Histogram{Labels: l, Count: s.n, Sum: s.bytes})
+		}
+	}
 }
 
 // specCounters adds vLLM's speculative decoding counters to a log's window:
@@ -392,8 +438,12 @@ func buildEvents(events []record, eng, model, from string, def time.Duration) *w
 	if len(times) > 1 {
 		w.Times = times
 	}
+	warned := slices.ContainsFunc(events, func(r record) bool { return r.sawPreemptions })
 	for _, e := range slices.Sorted(maps.Keys(byEngine)) {
 		l := window.Labels{"model_name": model, rankLabel(eng): e}
+		if !warned {
+			continue // speculative decoding or KV transfer lines: no reading of the cache
+		}
 		if pre, ok := preemptions(nil, byEngine[e], e, true); ok {
 			if n := name(eng, engine.Preemptions); n != "" {
 				w.Counters[n] = append(w.Counters[n], window.Counter{Labels: l, Increase: pre})
@@ -415,7 +465,9 @@ func buildEvents(events []record, eng, model, from string, def time.Duration) *w
 			w.Gauges[n] = append(w.Gauges[n], window.Gauge{Labels: l, Points: p})
 		}
 	}
-	w.Notes = append(w.Notes, fmt.Sprintf("%s: each preemption or retraction warning says the KV cache was full at its moment: read as KV cache usage 100%% there", from))
+	if warned {
+		w.Notes = append(w.Notes, fmt.Sprintf("%s: each preemption or retraction warning says the KV cache was full at its moment: read as KV cache usage 100%% there", from))
+	}
 	return w
 }
 

@@ -50,6 +50,7 @@ var headTable = []struct {
 	{"Decode out of memory", sglRetract},
 	{"KV cache pool is full", sglRetract},
 	{"Prefix cache hit rate: GPU:", vllmPrefix},
+	{"KV Transfer metrics", kvTransfer},
 }
 
 // heads are headTable's phrases written without spaces: a wrap may fall

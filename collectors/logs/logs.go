@@ -206,7 +206,8 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 	preempted, speculated := false, false
 	for _, r := range recs {
 		preempted = preempted || r.sawPreemptions && (r.kind == vllmPreempt || r.kind == sglRetract)
-		speculated = speculated || r.kind == specDecode && (!math.IsNaN(r.drafted) || !math.IsNaN(r.acceptLen))
+		speculated = speculated || r.kind == specDecode && (!math.IsNaN(r.drafted) || !math.IsNaN(r.acceptLen)) ||
+			r.kind == kvTransfer && r.xfers > 0
 	}
 	if readings == 0 && !preempted && !speculated {
 		if bad.n > 0 {
@@ -247,7 +248,21 @@ func Read(r io.Reader, model string, year int, from string) (*Result, error) {
 	w.Notes = append(w.Notes, notes...)
 	switch {
 	case readings == 0 && !preempted:
-		w.Notes = append(w.Notes, fmt.Sprintf("%s: no stats line, only %d speculative decoding line%s: they say what speculation accepts, and nothing of the batch, the queue or the speed of tokens", from, events, plural(events)))
+		var spec, xfer int
+		for _, r := range recs {
+			switch r.kind {
+			case specDecode:
+				spec++
+			case kvTransfer:
+				xfer++
+			}
+		}
+		if spec > 0 {
+			w.Notes = append(w.Notes, fmt.Sprintf("%s: no stats line, only %d speculative decoding line%s: they say what speculation accepts, and nothing of the batch, the queue or the speed of tokens", from, spec, plural(spec)))
+		}
+		if xfer > 0 {
+			w.Notes = append(w.Notes, fmt.Sprintf("%s: no stats line, only %d KV transfer line%s: they say how long pulling KV from the prefill instance took, and nothing of the batch, the queue or the speed of tokens", from, xfer, plural(xfer)))
+		}
 	case readings == 0:
 		w.Notes = append(w.Notes, fmt.Sprintf("%s: no stats line, only %d preemption or retraction warning%s: they say the KV cache ran out, and nothing of the batch or the queue", from, events, plural(events)))
 	case readings < ThinReadings:
@@ -352,7 +367,7 @@ func sortOut(recs []record) (string, int, int) {
 		switch {
 		case r.kind == vllmStats && engine == "vllm", (r.kind == sglPrefill || r.kind == sglDecode) && engine == "sglang":
 			readings++
-		case r.kind == vllmPreempt || r.kind == specDecode || r.kind == sglRetract || r.kind == vllmPrefix:
+		case r.kind == vllmPreempt || r.kind == specDecode || r.kind == sglRetract || r.kind == vllmPrefix || r.kind == kvTransfer:
 			events++
 		}
 	}

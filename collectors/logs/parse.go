@@ -31,6 +31,7 @@ const (
 	sglPrefill
 	sglDecode
 	sglRetract
+	kvTransfer
 )
 
 // record is one read record: a reading of gauges and rates, or an event.
@@ -61,6 +62,9 @@ type record struct {
 	specK float64
 	// acceptRate is SGLang's "accept rate" (drafts accepted ÷ drafted).
 	acceptRate float64
+	// KV transfers (vLLM's NIXL connector): how many in the interval,
+	// their mean and p90 seconds, and their mean bytes.
+	xfers, xferMean, xferP90, xferBytes float64
 	// text is an event's message, to tell one logged by every TP rank
 	// from several.
 	text string
@@ -70,7 +74,8 @@ func newRecord(k kind) record {
 	nan := math.NaN()
 	return record{kind: k, running: nan, waiting: nan, swapped: nan, kv: nan, cpuKV: nan, hit: nan,
 		promptTPS: nan, genTPS: nan, newTokens: nan, cachedTokens: nan, cumulative: nan,
-		accepted: nan, drafted: nan, acceptLen: nan, specK: nan, acceptRate: nan}
+		accepted: nan, drafted: nan, acceptLen: nan, specK: nan, acceptRate: nan,
+		xfers: nan, xferMean: nan, xferP90: nan, xferBytes: nan}
 }
 
 // A number at the start of a value: "1857.7 tokens/s", "95.7%", "0.28".
@@ -309,6 +314,8 @@ func parse(s string, year int) (record, bool, string) {
 	case specDecode:
 		readSpec(&r, body)
 		return r, true, ""
+	case kvTransfer:
+		return readTransfer(r, body)
 	case sglPrefill, sglDecode:
 		return readSGLang(r, body)
 	case sglRetract:
@@ -491,6 +498,37 @@ func readSGLang(r record, body string) (record, bool, string) {
 // readSpec reads the speculative decoding line: V1's "Accepted: N tokens,
 // Drafted: N tokens, Mean acceptance length: X", V0's "Number of accepted
 // tokens: N, Number of draft tokens: N".
+// readTransfer reads vLLM's KV connector line, "KV Transfer metrics: Num
+// successful transfers=1, Avg xfer time (ms)=9.862, P90 xfer time
+// (ms)=9.862, …, Avg MB per transfer=70.0, …": "name=value" pairs.
+func readTransfer(r record, body string) (record, bool, string) {
+	_, body, _ = strings.Cut(body, ":")
+	for _, part := range strings.Split(body, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		x, ok := lead(v)
+		if !ok {
+			continue
+		}
+		switch squeeze(k) {
+		case "numsuccessfultransfers":
+			r.xfers = x
+		case "avgxfertime(ms)":
+			r.xferMean = x / 1000
+		case "p90xfertime(ms)":
+			r.xferP90 = x / 1000
+		case "avgmbpertransfer":
+			r.xferBytes = x * 1e6
+		}
+	}
+	if math.IsNaN(r.xfers) || r.xfers > 0 && math.IsNaN(r.xferMean) {
+		return record{}, true, whyCut
+	}
+	return r, true, ""
+}
+
 func readSpec(r *record, body string) {
 	for _, f := range fields(body) {
 		x, ok := lead(f.val)

@@ -234,7 +234,7 @@ func (s *Scraper) Run(ctx context.Context) (*window.Window, error) {
 		}
 		instance := ""
 		if len(s.URLs) > 1 {
-			instance = hostPort(u)
+			instance = instanceOf(u, s.URLs)
 		}
 		if err := SameConfig(snaps[i], nil); err != nil {
 			return nil, fmt.Errorf("%s: %w", redact.String(u), err)
@@ -332,6 +332,20 @@ func tickTimes(ticks []time.Time, snaps [][]*Snapshot, at [][]int) []time.Time {
 		}
 	}
 	return out
+}
+
+// instanceOf is u's instance label among urls: its host and port, and its
+// path too where another URL shares them (two servers behind one gateway).
+func instanceOf(u string, urls []string) string {
+	hp := hostPort(u)
+	for _, o := range urls {
+		if o != u && hostPort(o) == hp {
+			if p, err := url.Parse(u); err == nil {
+				return hp + p.EscapedPath()
+			}
+		}
+	}
+	return hp
 }
 
 func hostPort(u string) string {

@@ -107,6 +107,11 @@ var Catalogue = []engine.Metric{
 	{Key: engine.LoRAInfo, Names: []string{"vllm:lora_requests_info"}, Kind: engine.Info, Unit: "",
 		Meaning: "LoRA adapters in labels: max_lora (the adapter slots), running_lora_adapters and waiting_lora_adapters; one series per state seen, valued with the time it was last set",
 		Obtain:  "vLLM with --enable-lora (0.6.4+; V1 from 0.8)"},
+	{Key: engine.KVTransferTime, Names: []string{"vllm:nixl_xfer_time_seconds"}, Kind: engine.Histogram, Unit: "s",
+		Meaning: "duration of each NIXL KV transfer, observed on the instance that pulls it (the decode instance of a prefill/decode split)",
+		Obtain:  "vLLM 0.11.1+ with --kv-transfer-config using the NixlConnector; its log's KV Transfer metrics lines before"},
+	{Key: engine.KVTransferBytes, Names: []string{"vllm:nixl_bytes_transferred"}, Kind: engine.Histogram, Unit: "bytes",
+		Meaning: "bytes of each NIXL KV transfer", Obtain: "vLLM 0.11.1+ with the NixlConnector"},
 	{Key: CacheConfig, Names: []string{"vllm:cache_config_info"}, Kind: engine.Info, Unit: "",
 		Meaning: "cache configuration in labels: block_size, num_gpu_blocks, enable_prefix_caching, gpu_memory_utilization",
 		Obtain:  "exported by vLLM 0.7.3+ at engine start"},
@@ -123,8 +128,11 @@ var Engine = &engine.Engine{
 	// V1 creates its spec_decode counters only with a speculative config.
 	SpecRegistered: v1,
 	LoRARegistered: v1,
-	How:            how,
-	Knobs:          knobs,
+	// A request whose KV is pulled waits in the scheduler's queue
+	// (WAITING_FOR_REMOTE_KVS) and is first scheduled after it lands.
+	QueueHoldsTransfer: true,
+	How:                how,
+	Knobs:              knobs,
 }
 
 func init() { engine.Register(Engine) }
@@ -208,6 +216,9 @@ var how = map[string]string{
 	"stage.tpot":                  "vllm:request_time_per_output_token_seconds (vLLM ≥ 0.11)",
 	"cond.speculative":            "vllm:spec_decode_num_drafts_total, registered only with --speculative-config (V1 engine)",
 	"cond.lora":                   "vllm:lora_requests_info, exported only with --enable-lora",
+	"stage.transfer":              "vllm:nixl_xfer_time_seconds (vLLM 0.11.1+ with the NixlConnector), on the decode instance that pulls the KV",
+	"cond.disaggregated":          "scrape the prefill and decode instances together: vllm:nixl_xfer_time_seconds marks a decode instance, one generated token per request a prefill instance (vLLM exports no role)",
+	"cond.prefill_side":           "scrape the prefill and decode instances together: a prefill instance generates one token per request and pulls no KV (vLLM exports no role)",
 	"cond.max_loras":              "label max_lora of vllm:lora_requests_info (--max-loras)",
 	"service.lora_held":           "vllm:num_requests_waiting_by_reason{reason=\"deferred\"} (vLLM from 2026-04; it counts requests held by the LoRA budget or a KV transfer)",
 	"cond.spec_tokens":            "vllm:spec_decode_num_draft_tokens_total ÷ vllm:spec_decode_num_drafts_total",

@@ -51,7 +51,7 @@ func RunScenarios(set *rules.Set, cfg *rules.Config, exposes string, names ...st
 	}
 	var out []ScenarioResult
 	for _, sc := range all {
-		if len(names) > 0 && !slices.Contains(names, sc.Name) {
+		if len(names) > 0 && !slices.Contains(names, sc.Name) || !sc.CanExpose(exposes) {
 			continue
 		}
 		sc.Exposes = exposes
@@ -133,6 +133,9 @@ func RunScenarioLogs(set *rules.Set, cfg *rules.Config) ([]LogVerdicts, error) {
 	for _, sc := range all {
 		lv := LogVerdicts{Scenario: sc.Name}
 		for _, eng := range sim.Exposures {
+			if !sc.CanExpose(eng) {
+				continue
+			}
 			sc.Exposes = eng
 			var log bytes.Buffer
 			if err := (sim.Offline{Log: &log}).Run(sc); err != nil {
@@ -171,6 +174,8 @@ func LogTable(rs []ScenarioResult, logs []LogVerdicts) string {
 		switch {
 		case err != "":
 			return "refused"
+		case p.Status == "":
+			return "— (the simulator serves it under vLLM's names only)"
 		case p.Status == "inconclusive":
 			return "inconclusive"
 		case p.Status == "tentative":

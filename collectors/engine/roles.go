@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/llmdoctor/llmdoctor/collectors/window"
+)
+
+// RoleLabel is the label the builder gives each series of a deployment that
+// runs prefill and decode on separate instances, its value "prefill" or
+// "decode": such a target is diagnosed one side at a time, as each side is
+// sized and tuned on its own.
+const RoleLabel = "role"
+
+// Roles a series' instance may have.
+const (
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+)
+
+// roles finds the role of each replica of the engine's series in w, by the
+// replica label, from what it did: a decode instance pulled KV
+// (KVTransferTime observed), a prefill instance gave every request one
+// token (the proxy asks it for max_tokens 1) and pulled nothing. It returns
+// nil unless both roles are present among replicas of one set of group
+// label values, or where the series are not the replicas' own (a source
+// that summed them).
+func (eng *Engine) roles(w *window.Window, group []string) map[string]string {
+	if w.Members != nil || len(eng.Members) == 0 {
+		return nil
+	}
+	replica := eng.Members[0]
+	type acc struct{ pulled, gen, done float64 }
+	by := map[string]*acc{}
+	at := func(l window.Labels) *acc {
+		k := l[replica]
+		if by[k] == nil {
+			by[k] = &acc{}
+		}
+		return by[k]
+	}
+	transfer, _ := eng.ByKey(KVTransferTime)
+	for _, n := range transfer.Names {
+		for _, h := range w.Histograms[n] {
+			at(h.Labels).pulled += h.Count
+		}
+	}
+	gen, _ := eng.ByKey(GenerationLen)
+	for _, n := range gen.Names {
+		for _, h := range w.Histograms[n] {
+			a := at(h.Labels)
+			a.gen += h.Sum
+			a.done += h.Count
+		}
+	}
+	out := map[string]string{}
+	for k, a := range by {
+		switch {
+		case k == "":
+		case a.pulled > 0:
+			out[k] = RoleDecode
+		case a.done >= 1 && a.gen <= 1.05*a.done:
+			out[k] = RolePrefill
+		}
+	}
+	vals := slices.Collect(maps.Values(out))
+	if !slices.Contains(vals, RolePrefill) || !slices.Contains(vals, RoleDecode) {
+		return nil
+	}
+	return out
+}
+
+// withRoles returns w with each series of a replica in roles labelled with
+// its role. w itself is not changed.
+func withRoles(w *window.Window, replica string, roles map[string]string) *window.Window {
+	out := *w
+	relabel := func(l window.Labels) window.Labels {
+		r, ok := roles[l[replica]]
+		if !ok {
+			return l
+		}
+		c := maps.Clone(l)
+		c[RoleLabel] = r
+		return c
+	}
+	out.Counters = map[string][]window.Counter{}
+	for n, ss := range w.Counters {
+		c := slices.Clone(ss)
+		for i := range c {
+			c[i].Labels = relabel(c[i].Labels)
+		}
+		out.Counters[n] = c
+	}
+	out.Gauges = map[string][]window.Gauge{}
+	for n, ss := range w.Gauges {
+		c := slices.Clone(ss)
+		for i := range c {
+			c[i].Labels = relabel(c[i].Labels)
+		}
+		out.Gauges[n] = c
+	}
+	out.Histograms = map[string][]window.Histogram{}
+	for n, ss := range w.Histograms {
+		c := slices.Clone(ss)
+		for i := range c {
+			c[i].Labels = relabel(c[i].Labels)
+		}
+		out.Histograms[n] = c
+	}
+	return &out
+}
