@@ -38,8 +38,8 @@ type Server struct {
 	vllm, dcgm *prometheus.Registry
 	// prefill is a disaggregated deployment's prefill instance's /metrics.
 	prefill *prometheus.Registry
-	started    time.Time
-	base       float64
+	started time.Time
+	base    float64
 	// Step mode: the virtual time the last vLLM scrape served. It moves on
 	// a fixed grid, not from Engine.Now, which a step may leave past it.
 	at     float64
