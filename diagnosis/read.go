@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/llmdoctor/llmdoctor/advisor"
+	"github.com/llmdoctor/llmdoctor/collectors/engine"
 	"github.com/llmdoctor/llmdoctor/collectors/logs"
 	"github.com/llmdoctor/llmdoctor/collectors/prom"
 	"github.com/llmdoctor/llmdoctor/collectors/requests"
@@ -66,7 +68,7 @@ func Read(ctx context.Context, src Sources, progress func(Progress)) (*Input, er
 	var sources []advisor.Source
 	switch {
 	case src.Prom != nil:
-		in.Window, sources, err = src.readProm(ctx, notify)
+		in.Window, sources, in.GroupBy, err = src.readProm(ctx, notify)
 	case src.Log != nil:
 		in.Window, sources, err = src.readLog(notify)
 	case len(src.Snapshots) > 0:
@@ -198,26 +200,51 @@ func (s Sources) readRequestFiles(ctx context.Context, notify func(Progress)) ([
 	return out, srcs, nil
 }
 
-func (s Sources) readProm(ctx context.Context, notify func(Progress)) (*window.Window, []advisor.Source, error) {
+// readProm queries Prometheus, and returns the labels its targets are
+// grouped by: the ones asked for, and the replica label where prefill and
+// decode instances of one model had to be read apart.
+func (s Sources) readProm(ctx context.Context, notify func(Progress)) (*window.Window, []advisor.Source, []string, error) {
 	p := s.Prom
 	opt := p.Options
 	opt.GroupBy = s.GroupBy
 	c, err := prom.New(p.Connection, opt)
 	if err != nil {
-		return nil, nil, &ReadError{Kind: KindPrometheus, Name: p.Connection.Redacted(), Err: err}
+		return nil, nil, nil, &ReadError{Kind: KindPrometheus, Name: p.Connection.Redacted(), Err: err}
 	}
 	notify(Progress{Stage: StageQuery, Message: "querying " + p.Connection.Redacted()})
 	w, err := c.Collect(ctx)
 	if err != nil {
-		return nil, nil, &ReadError{Kind: KindPrometheus, Name: p.Connection.Redacted(), Err: err}
+		return nil, nil, nil, &ReadError{Kind: KindPrometheus, Name: p.Connection.Redacted(), Err: err}
 	}
-	notify(Progress{Stage: StageQuery, Message: fmt.Sprintf("%d queries answered", c.Queries()), Done: true})
-	src := advisor.Source{Kind: KindPrometheus, URL: p.Connection.Redacted(), OK: true, Queries: c.Queries()}
+	queries := c.Queries()
+	group := s.GroupBy
+	if len(group) == 0 {
+		group = []string{"model_name"}
+	}
+	if engine.SummedRoles(w, group) {
+		// Prefill and decode instances summed into one target: their
+		// latencies do not add up. Read again, each instance apart, for
+		// the builder to tell their roles from their traffic.
+		opt.GroupBy = append(slices.Clone(group), engine.ReplicaLabel("vllm"))
+		if c, err = prom.New(p.Connection, opt); err == nil {
+			w, err = c.Collect(ctx)
+		}
+		if err != nil {
+			return nil, nil, nil, &ReadError{Kind: KindPrometheus, Name: p.Connection.Redacted(), Err: err}
+		}
+		w.Notes = append(w.Notes, fmt.Sprintf("prefill and decode instances of one model were summed (KV was pulled, and TTFT counted more requests than pulls): read again per instance (%d queries more)", c.Queries()))
+		queries += c.Queries()
+		group = opt.GroupBy
+	} else {
+		group = s.GroupBy
+	}
+	notify(Progress{Stage: StageQuery, Message: fmt.Sprintf("%d queries answered", queries), Done: true})
+	src := advisor.Source{Kind: KindPrometheus, URL: p.Connection.Redacted(), OK: true, Queries: queries}
 	for _, sc := range c.Scopes() {
 		src.Scopes = append(src.Scopes, advisor.Scope{Families: sc.Families, Matched: sc.Matched, JoinedTo: sc.JoinedTo,
 			Through: sc.Through, Read: sc.Read, Note: sc.Note})
 	}
-	return w, []advisor.Source{src}, nil
+	return w, []advisor.Source{src}, group, nil
 }
 
 func (s Sources) readLog(notify func(Progress)) (*window.Window, []advisor.Source, error) {

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
 )
 
 // Offline runs a scenario in virtual time, warm-up then window, and writes
@@ -60,6 +62,17 @@ func (o Offline) Run(sc *Scenario) error {
 	}
 	gather := o.OpenMetrics != nil || o.Start != nil || o.End != nil || o.Points != nil
 	vllmReg, dcgmReg := e.Registries()
+	type source struct {
+		g        prometheus.Gatherer
+		instance string
+	}
+	sources := []source{{vllmReg, ""}, {dcgmReg, ""}}
+	if e.prefill != nil {
+		// Two servers, as a Prometheus scraping both would label them;
+		// their GPUs, on one simulated host, are left out (see simrun).
+		prefillReg, _ := e.prefill.Registries()
+		sources = []source{{vllmReg, DecodeInstance}, {prefillReg, PrefillInstance}}
+	}
 	series := map[string]*dto.MetricFamily{}
 	var log *bufio.Writer
 	if o.Log != nil {
@@ -82,27 +95,43 @@ func (o Offline) Run(sc *Scenario) error {
 		}
 		e.AdvanceTo(t)
 		if t >= nextOM-1e-9 {
-			var text bytes.Buffer
-			for _, g := range []interface {
-				Gather() ([]*dto.MetricFamily, error)
-			}{vllmReg, dcgmReg} {
-				fams, err := g.Gather()
+			// One family per name, its servers' series together, as a
+			// federation endpoint gives them.
+			var merged []*dto.MetricFamily
+			byName := map[string]*dto.MetricFamily{}
+			for _, src := range sources {
+				fams, err := src.g.Gather()
 				if err != nil {
 					return err
 				}
-				ms := epoch.Add(time.Duration(t * float64(time.Second))).UnixMilli()
 				for _, f := range fams {
-					if _, err := expfmt.MetricFamilyToText(&text, f); err != nil {
-						return err
+					if src.instance != "" {
+						for _, m := range f.Metric {
+							m.Label = append(m.Label, &dto.LabelPair{Name: proto.String("instance"), Value: proto.String(src.instance)})
+							sort.Slice(m.Label, func(i, j int) bool { return m.Label[i].GetName() < m.Label[j].GetName() })
+						}
 					}
-					stamp([]*dto.MetricFamily{f}, ms)
-					acc, ok := series[f.GetName()]
-					if !ok {
-						acc = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type}
-						series[f.GetName()] = acc
+					if g, ok := byName[f.GetName()]; ok {
+						g.Metric = append(g.Metric, f.Metric...)
+						continue
 					}
-					acc.Metric = append(acc.Metric, f.Metric...)
+					byName[f.GetName()] = f
+					merged = append(merged, f)
 				}
+			}
+			var text bytes.Buffer
+			ms := epoch.Add(time.Duration(t * float64(time.Second))).UnixMilli()
+			for _, f := range merged {
+				if _, err := expfmt.MetricFamilyToText(&text, f); err != nil {
+					return err
+				}
+				stamp([]*dto.MetricFamily{f}, ms)
+				acc, ok := series[f.GetName()]
+				if !ok {
+					acc = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type}
+					series[f.GetName()] = acc
+				}
+				acc.Metric = append(acc.Metric, f.Metric...)
 			}
 			if o.Points != nil {
 				if err := o.Points(epoch.Add(time.Duration(t*float64(time.Second))), text.Bytes()); err != nil {
@@ -154,6 +183,13 @@ func (o Offline) Run(sc *Scenario) error {
 	}
 	return nil
 }
+
+// The instance labels of a split deployment's two servers in Offline's
+// outputs.
+const (
+	DecodeInstance  = "decode-0:8000"
+	PrefillInstance = "prefill-0:8000"
+)
 
 // WriteOpenMetrics writes timestamped families as one OpenMetrics file for
 // promtool: every family once, by name, each series' samples together and in

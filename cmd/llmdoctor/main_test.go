@@ -105,6 +105,12 @@ func diagnoseJSON(t *testing.T, args ...string) diagnosisView {
 // under the v1 schema, and decodes the diagnosis into the test's own view.
 func diagnoseInto[T any](t *testing.T, args ...string) T {
 	t.Helper()
+	return diagnoseTargets[T](t, 1, args...)
+}
+
+// diagnoseTargets is diagnoseInto for a diagnosis of n targets.
+func diagnoseTargets[T any](t *testing.T, n int, args ...string) T {
+	t.Helper()
 	code, out, errOut := runCLI(t, append([]string{"diagnose", "--format", "json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -114,7 +120,7 @@ func diagnoseInto[T any](t *testing.T, args ...string) T {
 		Targets []json.RawMessage `json:"targets"`
 	}
 	var d T
-	if err := json.Unmarshal([]byte(out), &head); err != nil || head.Schema != "llmdoctor.diagnosis/v1" || len(head.Targets) != 1 {
+	if err := json.Unmarshal([]byte(out), &head); err != nil || head.Schema != "llmdoctor.diagnosis/v1" || len(head.Targets) != n {
 		t.Fatalf("schema %q, %d targets, %v:\n%s", head.Schema, len(head.Targets), err, out)
 	}
 	if err := json.Unmarshal([]byte(out), &d); err != nil {

@@ -181,6 +181,9 @@ type evidenceJSON struct {
 		Queries int
 	} `json:"sources"`
 	Targets []struct {
+		Target struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"target"`
 		Primary  struct{ Bottleneck, Rule string } `json:"primary"`
 		Evidence map[string]any                    `json:"evidence"`
 	} `json:"targets"`
@@ -240,16 +243,28 @@ func TestPromMatchesSnapshots(t *testing.T) {
 	for _, name := range promScenarios {
 		t.Run(name, func(t *testing.T) {
 			end := strconv.FormatInt(fx.ends[name].Unix(), 10)
-			p := runJSON(t, "--prom", fx.url, "--window", "15m", "--end", end)
-			s := runJSON(t, "--snapshot", filepath.Join(fx.dir, name+".start.prom"),
+			sc, _ := sim.Load(name)
+			// A split deployment is diagnosed one side at a time: decode,
+			// then prefill.
+			n := 1
+			if sc.Engine.Disaggregated != nil {
+				n = 2
+			}
+			p := diagnoseTargets[evidenceJSON](t, n, "--prom", fx.url, "--window", "15m", "--end", end)
+			s := diagnoseTargets[evidenceJSON](t, n, "--snapshot", filepath.Join(fx.dir, name+".start.prom"),
 				"--snapshot", filepath.Join(fx.dir, name+".end.prom"), "--snapshot-interval", "15m")
+			for i := range n {
+				// Prometheus read the sides apart by instance too.
+				if a, b := p.Targets[i].Target.Labels, s.Targets[i].Target.Labels; a["role"] != b["role"] || a["model_name"] != b["model_name"] {
+					t.Errorf("target %d: --prom %v, --snapshot %v", i, a, b)
+				}
+			}
 			pt, st := p.Targets[0], s.Targets[0]
 			if n := num(pt.Evidence, "service", "finished"); !(n > 100) || math.IsNaN(num(pt.Evidence, "stage", "ttft", "p99")) {
 				t.Fatalf("--prom read too little: finished %v", n)
 			}
 			// Behaviour over time: one p99 per 15 s step of the 15-minute window,
 			// where a step holds at least 10 first tokens.
-			sc, _ := sim.Load(name)
 			if n := num(pt.Evidence, "stage", "ttft_p99_steps", "samples"); sc.Workload.Rate >= 2 && (!(n >= 55) || math.IsNaN(num(pt.Evidence, "stage", "ttft_p99_trend"))) {
 				t.Errorf("--prom gave %v per-step p99 values at %v req/s", n, sc.Workload.Rate)
 			}

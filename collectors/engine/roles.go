@@ -27,10 +27,13 @@ const (
 // label values, or where the series are not the replicas' own (a source
 // that summed them).
 func (eng *Engine) roles(w *window.Window, group []string) map[string]string {
-	if w.Members != nil || len(eng.Members) == 0 {
+	if len(eng.Members) == 0 {
 		return nil
 	}
 	replica := eng.Members[0]
+	if w.Members != nil && !slices.Contains(group, replica) {
+		return nil // the source summed the replicas: see SummedRoles
+	}
 	type acc struct{ pulled, gen, done float64 }
 	by := map[string]*acc{}
 	at := func(l window.Labels) *acc {
@@ -69,6 +72,57 @@ func (eng *Engine) roles(w *window.Window, group []string) map[string]string {
 		return nil
 	}
 	return out
+}
+
+// SummedRoles reports whether a source that sums a target's replicas
+// (Prometheus) summed prefill and decode instances into one of the
+// engine's targets: KV was pulled, yet TTFT counted many more requests than
+// pulls (a prefill instance observes every request once more). Their
+// latencies cannot be added: read again per replica (ReplicaLabel).
+func SummedRoles(w *window.Window, group []string) bool {
+	if w.Members == nil {
+		return false
+	}
+	for _, eng := range Engines() {
+		if len(eng.Members) == 0 || slices.Contains(group, eng.Members[0]) || !eng.Has(w) {
+			continue
+		}
+		transfer, _ := eng.ByKey(KVTransferTime)
+		ttft, _ := eng.ByKey(TTFT)
+		for _, tn := range transfer.Names {
+			for _, h := range w.Histograms[tn] {
+				if h.Count <= 0 || h.Labels[RoleLabel] != "" {
+					continue
+				}
+				for _, n := range ttft.Names {
+					for _, t := range w.Histograms[n] {
+						if sameTarget(t.Labels, h.Labels, group) && t.Count >= 1.5*h.Count {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+func sameTarget(a, b window.Labels, group []string) bool {
+	for _, g := range group {
+		if a[g] != b[g] {
+			return false
+		}
+	}
+	return true
+}
+
+// ReplicaLabel is the label that tells an engine's replicas apart ("" when
+// it has none).
+func ReplicaLabel(name string) string {
+	if eng, ok := Lookup(name); ok && len(eng.Members) > 0 {
+		return eng.Members[0]
+	}
+	return ""
 }
 
 // withRoles returns w with each series of a replica in roles labelled with
