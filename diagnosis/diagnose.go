@@ -8,6 +8,7 @@ import (
 	"github.com/llmdoctor/llmdoctor/advisor"
 	"github.com/llmdoctor/llmdoctor/collectors/dcgm"
 	"github.com/llmdoctor/llmdoctor/collectors/engine"
+	"github.com/llmdoctor/llmdoctor/collectors/router"
 	"github.com/llmdoctor/llmdoctor/collectors/logs"
 	"github.com/llmdoctor/llmdoctor/collectors/window"
 	"github.com/llmdoctor/llmdoctor/evidence"
@@ -137,6 +138,7 @@ func buildEvidence(w *window.Window, opt engine.Options, cfg *rules.Config, reqs
 	notes := append([]string(nil), w.Notes...)
 	w.Notes = w.Notes[:kept]
 	notes = append(notes, dcgm.Attach(w, evs, cfg.PeakBandwidths())...)
+	notes = append(notes, router.Attach(w, evs)...)
 	evs, more := attachRequests(evs, reqs)
 	notes = append(notes, more...)
 	for _, e := range evs {

@@ -61,6 +61,7 @@ var docs = map[string]node{
 	"cond.spec_tokens":            {"tokens", "tokens drafted per request per verify step (num_speculative_tokens)", "the engine's speculative decoding draft counters"},
 	"cond.lora":                   {"bool", "1 when the engine serves LoRA adapters", "the engine's LoRA metrics, exported when LoRA is enabled"},
 	"cond.max_loras":              {"count", "LoRA adapter slots of a running batch: the most distinct adapters it may hold", "the engine's LoRA metrics"},
+	"cond.router":                 {"bool", "1 when a router's metrics were read: a router picks the replica for each request", "scrape the router's /metrics (llm-d's router, the Gateway API inference extension's endpoint picker) beside the engines', or query Prometheus"},
 	"cond.prefill_side":           {"bool", "1 on the prefill instances of a deployment that runs prefill and decode apart: their TTFT is all prefill by design, and only part of what users wait", "the role of each instance, as for cond.disaggregated"},
 	"cond.disaggregated":          {"bool", "1 when the target is one side (prefill or decode instances) of a deployment that runs prefill and decode apart", "the role of each instance: its labels, or its traffic (a decode instance pulls KV, a prefill instance gives one token per request)"},
 
@@ -125,6 +126,9 @@ var docs = map[string]node{
 	"service.swapped":                {"requests", "requests swapped out to CPU memory because the KV cache ran out (vLLM V0)", "vLLM V0's swapped-requests gauge, or its stats log line (Swapped)"},
 	"service.stream_tps":             {"tokens/s", "tokens generated per second per running request: the decode speed one stream sees (generation throughput ÷ mean running), where no histogram times the tokens", "the engine's periodic stats log, or its generated-tokens counter and running gauge on a server without an inter-token latency histogram"},
 	"service.progress":               {"bool", "1 when the engine computed or generated any token in the window (or since start, for one snapshot), 0 when it did neither", "the engine's prompt- and generated-tokens counters, or its periodic stats log"},
+	"service.queue_top_share":        {"ratio", "share of all instances' queue wait (seconds summed over requests) that the instance with the most holds", "two or more instances of the same model, each with its queue-time histogram"},
+	"service.router_decision":        {"s", "time the router takes to pick a replica for a request", "the router's scheduling-latency histogram (llm-d's llm_d_epp_scheduler_e2e_duration_seconds, the inference extension's inference_extension_scheduler_e2e_duration_seconds): scrape the router's /metrics beside the engines' or query Prometheus"},
+	"service.router_queue_top_share": {"ratio", "the busiest endpoint's share of the queued requests, as the router sees its endpoints' queues (mean over the readings where any were queued)", "the router's per-endpoint queue gauge (llm_d_epp_per_endpoint_queue_size or inference_pool_per_pod_queue_size)"},
 	"service.instances":              {"count", "instances (replicas) serving the target", "scrape several replicas, or query Prometheus (instance label)"},
 	"service.ttft_p99_outlier_ratio": {"multiple", "the largest TTFT p99 of one instance divided by the median of the other instances'", "two or more instances of the same model"},
 	"service.waiting_outlier_ratio":  {"multiple", "the largest mean waiting queue of one instance, plus one, over the median of the others', plus one", "two or more instances of the same model"},

@@ -96,6 +96,8 @@ type Cond struct {
 	// PrefillSide is 1 on the prefill instances of such a deployment: their
 	// TTFT is prefill by design, and only a part of what users wait.
 	PrefillSide float64 `expr:"prefill_side"`
+	// Router is 1 when a router's metrics say one picks the replicas.
+	Router float64 `expr:"router"`
 }
 
 // Stage is the per-stage latency layer.
@@ -194,6 +196,14 @@ type Service struct {
 	Instances           float64 `expr:"instances"`
 	TTFTP99OutlierRatio float64 `expr:"ttft_p99_outlier_ratio"`
 	WaitingOutlierRatio float64 `expr:"waiting_outlier_ratio"`
+	// QueueTopShare is the share of all instances' queue wait (seconds
+	// summed over requests) that the instance with the most holds.
+	QueueTopShare float64 `expr:"queue_top_share"`
+	// RouterDecision times a router's pick of a replica per request;
+	// RouterQueueTopShare is the busiest endpoint's share of the queued
+	// requests as the router sees them.
+	RouterDecision      Dist    `expr:"router_decision"`
+	RouterQueueTopShare float64 `expr:"router_queue_top_share"`
 	Running             Series  `expr:"running"`
 	Waiting             Series  `expr:"waiting"`
 	// Swapped are requests whose KV blocks were moved to CPU memory (V0).
@@ -403,6 +413,7 @@ func (e *Evidence) AddInconsistency(in Inconsistency) {
 var TextFields = map[string]string{
 	"service.ttft_p99_outlier": "the instance whose TTFT p99 is furthest above its peers'",
 	"service.waiting_outlier":  "the instance whose waiting queue is furthest above its peers'",
+	"service.queue_top":        "the instance with the most queue wait (seconds summed over requests)",
 	"stage.budget_gap":         "the likely reasons the stages the server times miss mean end-to-end",
 }
 

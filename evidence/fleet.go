@@ -53,6 +53,23 @@ func Fleet(e *Evidence) {
 		e.Text["service.ttft_p99_outlier"] = n
 		e.Cite("service.ttft_p99_outlier_ratio", Source{Metric: "derived", Note: "per-instance TTFT p99 against the median of the others"})
 	}
+	// Queue seconds, not waiting gauges: exact over the window however
+	// few readings the gauges had.
+	var top, all float64
+	busiest := ""
+	for _, m := range inst {
+		if q := m.Values.Stage.Queue; Present(q.Mean) && Present(q.Count) {
+			if q.Mean*q.Count > top {
+				top, busiest = q.Mean*q.Count, m.Target.Instance
+			}
+			all += q.Mean * q.Count
+		}
+	}
+	if all > 0 {
+		v.QueueTopShare = top / all
+		e.Text["service.queue_top"] = busiest
+		e.Cite("service.queue_top_share", Source{Metric: "derived", Note: "the instance with the most queue wait: its queue seconds ÷ every instance's"})
+	}
 	if r, n := outlier(func(m *Evidence) float64 { return m.Values.Service.Waiting.Mean }, 1); Present(r) {
 		v.WaitingOutlierRatio = r
 		e.Text["service.waiting_outlier"] = n

@@ -970,6 +970,16 @@ func conditionsText(c map[string]any) string {
 		}
 		parts = append(parts, s)
 	}
+	if x, ok := get("router"); ok && x == 1 {
+		parts = append(parts, "a router picks the replicas")
+	}
+	if x, ok := get("disaggregated"); ok && x == 1 {
+		side := "decode side"
+		if p, ok := get("prefill_side"); ok && p == 1 {
+			side = "prefill side"
+		}
+		parts = append(parts, "prefill and decode on separate instances ("+side+")")
+	}
 	if x, ok := get("engines"); ok {
 		parts = append(parts, units.Number(x)+" engine"+plural(int(x)))
 	}

@@ -61,7 +61,7 @@ func CostRank(c string) int {
 
 // Bottlenecks is the vocabulary a rule may name.
 var Bottlenecks = []string{"queueing", "prefill", "decode", "kv-capacity", "memory-bandwidth", "compute",
-	"prefill-interference", "prefix-cache", "cpu-overhead", "speculation", "lora", "kv-transfer", "client", "measurement", "errors", "imbalance", "none"}
+	"prefill-interference", "prefix-cache", "cpu-overhead", "speculation", "lora", "kv-transfer", "routing", "client", "measurement", "errors", "imbalance", "none"}
 
 // Layers of the evidence model.
 var Layers = []string{"cond", "stage", "service", "resource"}
@@ -183,7 +183,7 @@ func OnPath(bottleneck string) bool { return !slices.Contains(offPath, bottlenec
 // slow: where its bottleneck usually shows in the latency users see.
 var DefaultStages = map[string]string{"queueing": "queue", "kv-capacity": "queue", "prefill": "prefill",
 	"prefix-cache": "prefill", "compute": "prefill", "decode": "decode", "memory-bandwidth": "decode",
-	"prefill-interference": "itl_tail", "cpu-overhead": "front", "speculation": "decode", "lora": "queue", "kv-transfer": "transfer"}
+	"prefill-interference": "itl_tail", "cpu-overhead": "front", "speculation": "decode", "lora": "queue", "kv-transfer": "transfer", "routing": "queue"}
 
 // bound is a compiled BoundSpec; conjunct parts of a rule's condition are
 // bounds too (if one is false, so is the whole).

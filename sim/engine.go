@@ -126,6 +126,10 @@ type Engine struct {
 	// requests whose KV the decode instance is pulling.
 	prefill, decode *Engine
 	loading         []*request
+	// router, on the first replica of a scenario with a router, routes
+	// the traffic over the replicas; replica is this engine's index.
+	router  *routerState
+	replica int
 }
 
 // New builds an engine for a scenario. keepRecords keeps every finished
@@ -174,6 +178,11 @@ func New(sc *Scenario, keepRecords bool) (*Engine, error) {
 		p.decode, e.prefill = e, p
 		e.nextArrival = math.Inf(1)
 		return e, nil
+	}
+	if sc.Router != nil {
+		if err := newRouter(e); err != nil {
+			return nil, err
+		}
 	}
 	if n := sc.Workload.Concurrency; sc.Workload.External || n > 0 {
 		e.nextArrival = math.Inf(1)
@@ -252,6 +261,8 @@ func (e *Engine) newRequest(at float64) *request {
 	case w.UniquePrefix && w.Prefix.Tokens > 0:
 		// A per-request string early in the system prompt: nothing is shared.
 		r.group, r.shared = 1_000_000+r.id, min(w.Prefix.Tokens, r.prompt)
+	case w.Prefix.Groups > 0 && w.Prefix.Tokens > 0 && w.Prefix.Skew:
+		r.group, r.shared = drawAdapter(e.rng, w.Prefix.Groups), min(w.Prefix.Tokens, r.prompt)
 	case w.Prefix.Groups > 0 && w.Prefix.Tokens > 0:
 		r.group, r.shared = e.rng.Intn(w.Prefix.Groups), min(w.Prefix.Tokens, r.prompt)
 	}
@@ -466,7 +477,11 @@ func (e *Engine) AdvanceTo(t float64) {
 			e.prefill.AdvanceTo(e.now)
 		}
 		for e.nextArrival <= e.now {
-			heap.Push(&e.pending, e.newRequest(e.nextArrival))
+			if r := e.newRequest(e.nextArrival); e.router != nil {
+				e.route(r)
+			} else {
+				heap.Push(&e.pending, r)
+			}
 			e.nextArrival = e.gap(e.nextArrival)
 		}
 		for e.pending.Len() > 0 && e.pending[0].enqueued <= e.now {
@@ -490,6 +505,11 @@ func (e *Engine) AdvanceTo(t float64) {
 		}
 		if !e.step() {
 			e.idle(math.Min(e.now+0.001, t))
+		}
+	}
+	if e.router != nil {
+		for _, x := range e.router.replicas[1:] {
+			x.AdvanceTo(t)
 		}
 	}
 }
@@ -992,10 +1012,12 @@ func (e *Engine) CheckBlocks() error {
 
 // inFlightBefore reports whether a request that arrived before t is unfinished.
 func (e *Engine) inFlightBefore(t float64) bool {
-	for _, l := range [][]*request{e.pending, e.waiting, e.running} {
-		for _, r := range l {
-			if r.arrival < t {
-				return true
+	for _, x := range e.Replicas() {
+		for _, l := range [][]*request{x.pending, x.waiting, x.running, x.loading} {
+			for _, r := range l {
+				if r.arrival < t {
+					return true
+				}
 			}
 		}
 	}

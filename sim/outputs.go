@@ -67,11 +67,14 @@ func (o Offline) Run(sc *Scenario) error {
 		instance string
 	}
 	sources := []source{{vllmReg, ""}, {dcgmReg, ""}}
-	if e.prefill != nil {
-		// Two servers, as a Prometheus scraping both would label them;
-		// their GPUs, on one simulated host, are left out (see simrun).
-		prefillReg, _ := e.prefill.Registries()
-		sources = []source{{vllmReg, DecodeInstance}, {prefillReg, PrefillInstance}}
+	if eps := e.Endpoints(); len(eps) > 1 {
+		// Several servers, as a Prometheus scraping each would label
+		// them; their GPUs, on one simulated host, are left out (see
+		// simrun).
+		sources = nil
+		for _, ep := range eps {
+			sources = append(sources, source{ep.Registry, ep.Instance})
+		}
 	}
 	series := map[string]*dto.MetricFamily{}
 	var log *bufio.Writer
@@ -183,13 +186,6 @@ func (o Offline) Run(sc *Scenario) error {
 	}
 	return nil
 }
-
-// The instance labels of a split deployment's two servers in Offline's
-// outputs.
-const (
-	DecodeInstance  = "decode-0:8000"
-	PrefillInstance = "prefill-0:8000"
-)
 
 // WriteOpenMetrics writes timestamped families as one OpenMetrics file for
 // promtool: every family once, by name, each series' samples together and in
@@ -340,9 +336,11 @@ func writeStatsLine(w *bufio.Writer, epoch time.Time, t float64, prev, cur logSa
 // --save-detailed` JSON: summary statistics in ms, per-request arrays in s.
 func writeBench(w io.Writer, sc *Scenario, e *Engine, epoch time.Time, warm, end float64) error {
 	var recs []Record
-	for _, r := range e.Records {
-		if r.Arrival >= warm && r.Arrival < end {
-			recs = append(recs, r)
+	for _, x := range e.Replicas() {
+		for _, r := range x.Records {
+			if r.Arrival >= warm && r.Arrival < end {
+				recs = append(recs, r)
+			}
 		}
 	}
 	// vllm bench serve lists requests in the order it sent them.

@@ -37,6 +37,9 @@ type Scenario struct {
 	// or sglang.
 	Exposes  string   `yaml:"exposes,omitempty"`
 	Workload Workload `yaml:"workload,omitempty"`
+	// Router, when set, serves the scenario from several replicas of the
+	// engine behind a router.
+	Router *Router `yaml:"router,omitempty"`
 }
 
 // Exposures are the engines whose metric names the simulator can serve.
@@ -168,6 +171,9 @@ type RateStep struct {
 type Prefix struct {
 	Groups int `yaml:"groups,omitempty"`
 	Tokens int `yaml:"tokens,omitempty"`
+	// Skew draws group i about 1/(i+1) as often as the first, instead of
+	// every group alike: a few popular system prompts and a long tail.
+	Skew bool `yaml:"skew,omitempty"`
 }
 
 // Length is a token-length distribution.
@@ -283,6 +289,19 @@ func (s *Scenario) defaults() {
 	}
 }
 
+// Setup says what serves the scenario: "llama-8b on 1× H100-SXM", with
+// "× 4 replicas behind a router" or "on prefill and decode instances".
+func (s *Scenario) Setup() string {
+	out := fmt.Sprintf("%s on %d× %s", s.Model, s.TP, s.GPU)
+	switch {
+	case s.Router != nil:
+		out += fmt.Sprintf(", %d replicas behind a router", s.Router.Replicas)
+	case s.Engine.Disaggregated != nil:
+		out += ", prefill and decode instances"
+	}
+	return out
+}
+
 // CanExpose reports whether the simulator can serve the scenario under the
 // engine's names: a split prefill/decode deployment has vLLM's only.
 func (s *Scenario) CanExpose(engine string) bool {
@@ -330,6 +349,14 @@ func (s *Scenario) Check() error {
 	}
 	if s.Workload.Adapters < 0 || s.Engine.MaxLoRAs < 0 || s.Workload.Adapters > 0 && s.Engine.MaxLoRAs == 0 {
 		return fmt.Errorf("scenario %s: workload.adapters needs engine.max_loras of 1 or more", s.Name)
+	}
+	if r := s.Router; r != nil {
+		if err := r.check(s.Name); err != nil {
+			return err
+		}
+		if s.Engine.Disaggregated != nil || s.Workload.External || s.Workload.Concurrency > 0 {
+			return fmt.Errorf("scenario %s: router runs open-loop traffic of its own over plain replicas: leave out engine.disaggregated, workload.external and concurrency", s.Name)
+		}
 	}
 	if d := s.Engine.Disaggregated; d != nil {
 		switch {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,8 +37,10 @@ type Server struct {
 
 	mu         sync.Mutex
 	vllm, dcgm *prometheus.Registry
-	// prefill is a disaggregated deployment's prefill instance's /metrics.
-	prefill *prometheus.Registry
+	// others are the scenario's other servers' /metrics: a split
+	// deployment's prefill instance, the replicas behind a router and the
+	// router itself.
+	others  []Endpoint
 	started time.Time
 	base    float64
 	// Step mode: the virtual time the last vLLM scrape served. It moves on
@@ -66,9 +69,7 @@ func NewServer(e *Engine, step time.Duration, speed float64) *Server {
 		wake: make(chan struct{}, 1), driverDone: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.vllm, s.dcgm = e.Registries()
-	if e.prefill != nil {
-		s.prefill, _ = e.prefill.Registries()
-	}
+	s.others = e.Endpoints()[1:]
 	return s
 }
 
@@ -86,16 +87,37 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// PrefillPath serves a disaggregated scenario's prefill instance's metrics
-// (/metrics is then its decode instance's).
-const PrefillPath = "/prefill/metrics"
+// Endpoint is one server's /metrics in a scenario: its path on the
+// simulator, the instance label a Prometheus scraping it would give it,
+// and its metrics.
+type Endpoint struct {
+	Path, Instance string
+	Registry       *prometheus.Registry
+}
 
-// Disaggregated reports whether the engine is a decode instance with a
-// prefill instance of its own.
-func (e *Engine) Disaggregated() bool { return e.prefill != nil }
+// Endpoints are the scenario's servers' metrics, the engine's own first at
+// /metrics. A split prefill/decode deployment adds its prefill instance (the
+// engine is the decode instance); a router, the other replicas and itself.
+// With one server its instance label is left to the scraper.
+func (e *Engine) Endpoints() []Endpoint {
+	own, _ := e.Registries()
+	switch {
+	case e.prefill != nil:
+		p, _ := e.prefill.Registries()
+		return []Endpoint{{"/metrics", "decode-0:8000", own}, {"/prefill/metrics", "prefill-0:8000", p}}
+	case e.router != nil:
+		out := []Endpoint{{"/metrics", ReplicaPod(0) + ":8000", own}}
+		for i, x := range e.router.replicas[1:] {
+			r, _ := x.Registries()
+			out = append(out, Endpoint{"/replica/" + strconv.Itoa(i+1) + "/metrics", ReplicaPod(i+1) + ":8000", r})
+		}
+		return append(out, Endpoint{"/router/metrics", "router-0:9090", e.RouterRegistry()})
+	}
+	return []Endpoint{{Path: "/metrics", Registry: own}}
+}
 
 // Handler routes /metrics, /dcgm/metrics, /health and the OpenAI-compatible
-// API; a disaggregated scenario's prefill instance's metrics at PrefillPath.
+// API; a scenario's other servers' metrics at their Endpoints' paths.
 //
 // In real time, /v1/completions and /v1/chat/completions requests join the
 // engine's FCFS queue with the scenario's own requests, under the same
@@ -115,8 +137,8 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) { s.serve(w, s.vllm, true) })
 	mux.HandleFunc("/dcgm/metrics", func(w http.ResponseWriter, r *http.Request) { s.serve(w, s.dcgm, false) })
-	if s.prefill != nil {
-		mux.HandleFunc(PrefillPath, func(w http.ResponseWriter, r *http.Request) { s.serve(w, s.prefill, false) })
+	for _, o := range s.others {
+		mux.HandleFunc(o.Path, func(w http.ResponseWriter, r *http.Request) { s.serve(w, o.Registry, false) })
 	}
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("/v1/models", s.models)

@@ -115,7 +115,7 @@ func TestBuiltinScenariosLoadAndFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"bursty", "cpu-overhead", "decode-bound", "healthy", "kv-capacity", "kv-transfer", "long-prompt", "lora-slots",
-		"moe-bandwidth", "prefill-interference", "prefix-cache-miss", "queue-bound", "speculation-not-paying"}
+		"moe-bandwidth", "prefill-interference", "prefix-cache-miss", "queue-bound", "router-imbalance", "speculation-not-paying"}
 	var got []string
 	for _, s := range all {
 		got = append(got, s.Name)

@@ -53,6 +53,8 @@ type truthAccumulator struct {
 	// and what the same steps would have taken and given without it.
 	specTime, specTokens, plainTime, plainTokens float64
 	transfer, upstream, upQueue, upPrefill       float64
+	// Queue wait by replica behind a router.
+	replicaQueue []float64
 }
 
 // GroundTruth is what the simulator knows about the requests that finished
@@ -99,6 +101,10 @@ type GroundTruth struct {
 	// Transfer the mean pull of its KV. TTFT and E2E then count from the
 	// client's request: TTFT = Upstream + Front + Queue + Transfer + Prefill.
 	Upstream, UpstreamQueue, UpstreamPrefill, Transfer float64
+	// Behind a router: how many replicas, and the share of all queue
+	// wait the replica with the most of it holds.
+	Replicas      int
+	QueueTopShare float64
 }
 
 // WindowTruth runs a scenario the way a step-mode Server serves it to a
@@ -124,6 +130,10 @@ func WindowTruth(sc *Scenario, scrapes int) (GroundTruth, error) {
 // MarkTruth starts a ground-truth window at the current virtual time.
 func (e *Engine) MarkTruth() {
 	e.truth = &truthAccumulator{start: e.now}
+	// Every replica behind a router adds to one account.
+	for _, x := range e.Replicas()[1:] {
+		x.truth = e.truth
+	}
 }
 
 // Truth reports the window since MarkTruth (zero when it was not called).
@@ -143,6 +153,15 @@ func (e *Engine) Truth() GroundTruth {
 		g.WaitLoRA = a.wait[holdLoRA] / n
 		g.Transfer, g.Upstream = a.transfer/n, a.upstream/n
 		g.UpstreamQueue, g.UpstreamPrefill = a.upQueue/n, a.upPrefill/n
+		if g.Replicas = len(e.Replicas()); g.Replicas > 1 {
+			var top, all float64
+			for _, q := range a.replicaQueue {
+				top, all = math.Max(top, q), all+q
+			}
+			if all > 0 {
+				g.QueueTopShare = top / all
+			}
+		}
 		g.PreemptionsPerRequest = float64(a.preemptions) / n
 		g.StallsPerRequest, g.StallTime = float64(a.stalls)/n, a.stallTime/n
 		g.TPOTMedian, g.TPOTSteady = a.tpot.quantile(0.5), a.tpotSteady.quantile(0.5)
@@ -274,6 +293,10 @@ func (e *Engine) truthFinished(r *request) {
 	a.n++
 	a.front += r.enqueued - r.arrival
 	a.queue += r.scheduled - r.enqueued - r.truth.transfer
+	for len(a.replicaQueue) <= e.replica {
+		a.replicaQueue = append(a.replicaQueue, 0)
+	}
+	a.replicaQueue[e.replica] += r.scheduled - r.enqueued - r.truth.transfer
 	a.transfer += r.truth.transfer
 	a.upstream += r.truth.upstream
 	a.upQueue += r.truth.upQueue

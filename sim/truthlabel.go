@@ -32,6 +32,9 @@ const (
 	// problem or not depending on which requests a window counts (TTFT at
 	// the first token, the rest at the finish), so both answers are right.
 	borderMargin = 0.1
+	// Behind a router, a queue wait this much of which one replica holds
+	// is the router's doing: it sent that replica more than its share.
+	routedShare = 0.6
 	// A KV pull between prefill and decode instances holding this share
 	// of TTFT, and at least transferMin, is the problem.
 	transferShare = 0.3
@@ -120,6 +123,8 @@ func (g GroundTruth) label(k float64) TruthLabel {
 			c = "kv-capacity"
 		case loraHeld:
 			c = "lora"
+		case g.Replicas > 1 && g.QueueTopShare >= routedShare:
+			c = "routing"
 		case interference:
 			c = "prefill-interference"
 		}
@@ -192,6 +197,9 @@ func (g GroundTruth) label(k float64) TruthLabel {
 			also("queueing")
 		case "lora":
 			l.Why = fmt.Sprintf("queue %.0f%% of TTFT, LoRA adapter slots held the head of the queue %.0f%% of the wait", 100*q, 100*g.WaitLoRA/g.Queue)
+		case "routing":
+			l.Why = fmt.Sprintf("queue %.0f%% of TTFT, %.0f%% of the wait on one of %d replicas behind the router", 100*q, 100*g.QueueTopShare, g.Replicas)
+			also("queueing")
 		default:
 			l.Why = fmt.Sprintf("queue %.0f%% of TTFT, held by %s", 100*q, g.queueHold())
 			if costly {
@@ -309,6 +317,8 @@ func LabelRules() []string {
 		fmt.Sprintf("Prefill and decode on separate instances: TTFT counts from the client's request, the prefill instance's queue "+
 			"and prefill count as queue and prefill, and a **transfer** problem (the decode instance's pull of the prompt's KV) is "+
 			"a share ≥ %s and a mean ≥ %s → `kv-transfer`.", pct(transferShare), ms(transferMin)),
+		fmt.Sprintf("Replicas behind a router: a queue problem of which one replica holds ≥ %s of the wait → `routing` (also `queueing`), "+
+			"checked after `kv-capacity` and `lora`.", pct(routedShare)),
 		fmt.Sprintf("A second problem whose share is within %.0f points of the winner's is also accepted.", 100*runnerUpMargin),
 		fmt.Sprintf("No problem but decode ≥ %s of end-to-end with median TPOT ≥ %s (the common interactive target): "+
 			"`none`, also `decode` and its bound as above.", pct(decodeShare), ms(decodeTarget)),

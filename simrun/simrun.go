@@ -90,15 +90,16 @@ func Diagnose(ctx context.Context, sc *sim.Scenario, o Options) (*advisor.Diagno
 		base = "http://" + ln.Addr().String()
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	engines := []string{base + "/metrics"}
-	if e.Disaggregated() {
-		engines = append(engines, base+sim.PrefillPath)
+	var engines []string
+	eps := e.Endpoints()
+	for _, ep := range eps {
+		engines = append(engines, base+ep.Path)
 	}
 	src := &diagnosis.ScrapeSource{Engines: engines,
 		Interval: interval, Scrapes: Scrapes, Sequential: true, Client: client}
-	// A split deployment's GPUs are on two instances of one simulated
-	// host, which no join can tell apart: it serves the engines' metrics only.
-	if ModelsGPU(sc) && !e.Disaggregated() {
+	// Several servers' GPUs on one simulated host no join can tell apart:
+	// a split deployment or a router serves the engines' metrics only.
+	if ModelsGPU(sc) && len(eps) == 1 {
 		src.GPUExporters = []string{base + "/dcgm/metrics"}
 	}
 	in, err := diagnosis.Read(ctx, diagnosis.Sources{Scrape: src}, nil)

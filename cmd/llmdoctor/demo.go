@@ -171,7 +171,7 @@ func listScenarios(w io.Writer) error {
 		return err
 	}
 	for _, s := range all {
-		if err := printf(w, "%-22s expect %-22s %s on %d× %s\n", s.Name, s.Expect, s.Model, s.TP, s.GPU); err != nil {
+		if err := printf(w, "%-22s expect %-22s %s\n", s.Name, s.Expect, s.Setup()); err != nil {
 			return err
 		}
 	}

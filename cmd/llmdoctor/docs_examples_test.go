@@ -546,7 +546,7 @@ func TestReadmeProseExamplesRun(t *testing.T) {
 	})
 	t.Run("counts", func(t *testing.T) {
 		words := map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-			"eleven": 11, "twelve": 12, "thirteen": 13}
+			"eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14}
 		number := func(s string) int {
 			s = strings.ToLower(s)
 			if n, ok := words[s]; ok {

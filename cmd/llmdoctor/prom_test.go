@@ -51,7 +51,7 @@ var promScenarios = func() []string {
 // of them in the quick tier); each is one of promScenarios too.
 var sglangPromScenarios = func() []string {
 	if testkit.Heavy() {
-		return []string{"queue-bound", "kv-capacity", "decode-bound", "prefill-interference", "speculation-not-paying", "lora-slots"}
+		return []string{"queue-bound", "kv-capacity", "decode-bound", "prefill-interference", "speculation-not-paying", "lora-slots", "router-imbalance"}
 	}
 	return []string{"queue-bound", "kv-capacity"}
 }()

@@ -272,6 +272,9 @@ type Exporter struct {
 	// Gauges lists each gauge's names, newest first: a transport reads the
 	// first present.
 	Gauges [][]string
+	// Histograms lists each histogram's names the same way (a router's
+	// decision time).
+	Histograms [][]string
 	// Keep are the labels that identify one device; a Prometheus query
 	// averages away the rest.
 	Keep []string
@@ -286,6 +289,11 @@ func RegisterExporter(x *Exporter) {
 	for _, names := range x.Gauges {
 		for _, n := range names {
 			families[n] = Metric{Key: n, Names: []string{n}, Kind: Gauge}
+		}
+	}
+	for _, names := range x.Histograms {
+		for _, n := range names {
+			families[n] = Metric{Key: n, Names: []string{n}, Kind: Histogram}
 		}
 	}
 	exporters = append(exporters, x)

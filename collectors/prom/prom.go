@@ -355,6 +355,21 @@ func (c *Collector) plan(names map[string]bool) plan {
 				break
 			}
 		}
+		for _, alt := range x.Histograms {
+			for _, name := range alt {
+				if !names[name] {
+					continue
+				}
+				p.kinds[name] = engine.Histogram
+				keep := strings.Join(x.Keep, ", ")
+				inc := func(part string) string { return fmt.Sprintf("increase(%s[%s])", c.sel(name, part), win) }
+				p.histograms = append(p.histograms, []branch{
+					{fmt.Sprintf("sum by (%s) (%s)", strings.TrimPrefix(keep+", le", ", "), inc("_bucket")), name, partBuckets},
+					{fmt.Sprintf("sum by (%s) (%s)", keep, inc("_sum")), name, partSum},
+					{fmt.Sprintf("sum by (%s) (%s)", keep, inc("_count")), name, partCount}})
+				break
+			}
+		}
 	}
 	return p
 }

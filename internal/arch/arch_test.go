@@ -51,6 +51,8 @@ var allowed = map[string][]string{
 	"collectors/vllm":   {"collectors/engine", "collectors/window"},
 	"collectors/sglang": {"collectors/engine", "collectors/window"},
 	"collectors/dcgm":   {"collectors/engine", "collectors/window", "evidence"},
+	// Routers in front of the engines, attached to their targets as GPUs are.
+	"collectors/router": {"collectors/engine", "collectors/window", "evidence"},
 	// vLLM's own log format, read into vLLM's names.
 	"collectors/logs":     {"collectors/engine", "collectors/vllm", "collectors/sglang", "collectors/window"},
 	"collectors/requests": {"evidence"},

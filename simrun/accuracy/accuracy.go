@@ -475,7 +475,7 @@ func scenarioLine(sc *sim.Scenario) string {
 	e, w := sc.Engine, sc.Workload
 	var parts []string
 	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
-	add("%s on %d× %s", sc.Model, sc.TP, sc.GPU)
+	add("%s", sc.Setup())
 	chunked := "unchunked"
 	if e.ChunkedPrefill {
 		chunked = "chunked"

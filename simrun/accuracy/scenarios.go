@@ -108,7 +108,7 @@ func ScenarioTable(rs []ScenarioResult) string {
 		if p.Rule != "" {
 			rule = "`" + p.Rule + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s on %d× %s; %s | `%s` | %s `%s` | %s | %s |\n", sc.Name, sc.Model, sc.TP, sc.GPU,
+		fmt.Fprintf(&b, "| `%s` | %s; %s | `%s` | %s `%s` | %s | %s |\n", sc.Name, sc.Setup(),
 			simrun.OneLine(sc.Description), want, mark, p.Bottleneck, rule, strings.Join(others, ", "))
 	}
 	return b.String()

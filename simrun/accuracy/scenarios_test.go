@@ -46,7 +46,7 @@ func TestScenarioSuite(t *testing.T) {
 	t.Parallel()
 	set, cfg := builtinRules(t)
 	rs := vllmScenarios(t)
-	if len(rs) != 13 {
+	if len(rs) != 14 {
 		t.Fatalf("%d scenarios", len(rs))
 	}
 	for _, r := range rs {
