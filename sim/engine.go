@@ -286,7 +286,8 @@ func (e *Engine) receive(pr *request, at float64) {
 		streaming: pr.streaming, adapter: pr.adapter, prompt: pr.prompt, output: pr.decodeOutput, remote: true}
 	e.nextID++
 	r.truth.upstream = r.arrival - pr.arrival
-	r.truth.upQueue = pr.scheduled - pr.arrival
+	r.truth.upFront = pr.enqueued - pr.arrival
+	r.truth.upQueue = pr.scheduled - pr.enqueued
 	r.truth.upPrefill = pr.firstToken - pr.scheduled
 	r.enqueued = r.arrival + e.sc.Engine.Front.Seconds()*(0.5+e.rng.Float64()) + e.sc.Engine.FrontPerKToken.Seconds()*float64(r.prompt)/1000
 	heap.Push(&e.pending, r)

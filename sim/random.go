@@ -153,6 +153,49 @@ func Speculate(sc *Scenario, share float64) {
 	sc.Description += fmt.Sprintf(", speculating %d tokens", sc.Engine.Speculative.Tokens)
 }
 
+// Shares of random scenarios served behind a router (Route) and with
+// prefill and decode on separate instances (Disaggregate).
+const (
+	RouterShare        = 0.1
+	DisaggregatedShare = 0.1
+)
+
+// Route puts a share of random scenarios behind a router: 2 or 3 replicas,
+// each given the traffic the scenario drew for one (the rate multiplied),
+// picked by prefix affinity (half of them, the shared prompts' popularity
+// skewed or not), round robin or the shortest queue. It draws from the
+// scenario's own seed, as Speculate does; a split deployment is left as it is.
+func Route(sc *Scenario, share float64) {
+	r := rand.New(rand.NewSource(sc.Seed ^ 0x7247))
+	if r.Float64() >= share || sc.Engine.Disaggregated != nil || sc.Workload.Concurrency > 0 {
+		return
+	}
+	n := 2 + r.Intn(2)
+	policy := pick(r, RouterPolicies, 1, 1, 2)
+	if sc.Workload.Rate*float64(n) > 60 {
+		return // too many requests to simulate quickly
+	}
+	sc.Router = &Router{Replicas: n, Policy: policy}
+	sc.Workload.Rate = roundTo(sc.Workload.Rate*float64(n), 3)
+	if policy == "prefix" && sc.Workload.Prefix.Groups > 0 && r.Float64() < 0.5 {
+		sc.Workload.Prefix.Skew = true
+	}
+	sc.Description += fmt.Sprintf(", %d replicas behind a %s router", n, policy)
+}
+
+// Disaggregate splits prefill and decode onto two instances in a share of
+// random scenarios: a KV link of 1 to 50 GB/s (TCP to RDMA) with 1 to 10 ms
+// per transfer. It draws from the scenario's own seed.
+func Disaggregate(sc *Scenario, share float64) {
+	r := rand.New(rand.NewSource(sc.Seed ^ 0xd15a))
+	if r.Float64() >= share || sc.Router != nil || sc.Workload.Concurrency > 0 {
+		return
+	}
+	gbps := roundTo(between(r, 1, 50), 2)
+	sc.Engine.Disaggregated = &Disaggregation{TransferGBps: gbps, TransferLatency: time.Duration(between(r, 1, 10)) * time.Millisecond}
+	sc.Description += fmt.Sprintf(", prefill and decode apart over %.3g GB/s", gbps)
+}
+
 func roundTo(x float64, digits int) float64 {
 	if x == 0 {
 		return 0

@@ -31,9 +31,9 @@ type requestTruth struct {
 	stalls    int
 	stallTime float64
 	// Disaggregated decode instance: the KV pull, and the time before
-	// the hand-over (upstream), of it the prefill instance's queue
-	// (from arrival) and prefill.
-	transfer, upstream, upQueue, upPrefill float64
+	// the hand-over (upstream), of it the prefill instance's front end
+	// (counted as front), queue and prefill.
+	transfer, upstream, upFront, upQueue, upPrefill float64
 }
 
 // truthAccumulator sums what requests finishing after MarkTruth went through.
@@ -291,7 +291,7 @@ func (e *Engine) truthFinished(r *request) {
 		return
 	}
 	a.n++
-	a.front += r.enqueued - r.arrival
+	a.front += r.enqueued - r.arrival + r.truth.upFront
 	a.queue += r.scheduled - r.enqueued - r.truth.transfer
 	for len(a.replicaQueue) <= e.replica {
 		a.replicaQueue = append(a.replicaQueue, 0)

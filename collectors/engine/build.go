@@ -115,7 +115,105 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 		evidence.Fleet(e)
 		out = append(out, e)
 	}
+	deploymentShares(out)
 	return out
+}
+
+// deploymentShares gives each side of a split deployment its stages' shares
+// of what users wait for the first token: the prefill side's TTFT (the proxy
+// waits for it) plus the decode side's (which starts when the proxy hands the
+// request over), not of the side's own TTFT alone, where the prefill side's
+// is all prefill by design.
+func deploymentShares(evs []*evidence.Evidence) {
+	type sides struct{ p, d []*evidence.Evidence }
+	by := map[string]*sides{}
+	for _, e := range evs {
+		role := e.Target.Labels[RoleLabel]
+		if role == "" {
+			continue
+		}
+		m := e.Target.Model
+		if by[m] == nil {
+			by[m] = &sides{}
+		}
+		if role == RolePrefill {
+			by[m].p = append(by[m].p, e)
+		} else {
+			by[m].d = append(by[m].d, e)
+		}
+	}
+	mean := func(es []*evidence.Evidence) float64 {
+		var sum, n float64
+		for _, e := range es {
+			if t := e.Values.Stage.TTFT; evidence.Present(t.Mean) && evidence.Present(t.Count) {
+				sum, n = sum+t.Mean*t.Count, n+t.Count
+			}
+		}
+		return sum / n
+	}
+	meanE2E := func(es []*evidence.Evidence) float64 {
+		var sum, n float64
+		for _, e := range es {
+			if t := e.Values.Service.E2E; evidence.Present(t.Mean) && evidence.Present(t.Count) {
+				sum, n = sum+t.Mean*t.Count, n+t.Count
+			}
+		}
+		return sum / n
+	}
+	for _, s := range by {
+		total := mean(s.p) + mean(s.d)
+		if !evidence.Present(total) || total <= 0 {
+			continue
+		}
+		// Decode's share is of what users wait in all: the prefill side's
+		// end-to-end and the decode side's.
+		if e2e := meanE2E(s.p) + meanE2E(s.d); evidence.Present(e2e) && e2e > 0 {
+			for _, e := range s.d {
+				if x := e.Values.Stage.Decode.Mean; evidence.Present(x) {
+					e.Values.Stage.Share.Decode = x / e2e
+					e.Cite("stage.share.decode", evidence.Source{Metric: "derived",
+						Note: fmt.Sprintf("decode mean ÷ the deployment's mean end-to-end, %s: the prefill side's plus the decode side's", time.Duration(e2e*float64(time.Second)).Round(time.Millisecond))})
+				}
+			}
+		}
+		// The decode side's first step computes the prompt's last token:
+		// prefill too, which the prefill side's share counts with its own.
+		var decodePrefill, n float64
+		for _, e := range s.d {
+			if x := e.Values.Stage.Prefill; evidence.Present(x.Mean) && evidence.Present(x.Count) {
+				decodePrefill, n = decodePrefill+x.Mean*x.Count, n+x.Count
+			}
+		}
+		if n > 0 {
+			decodePrefill /= n
+		}
+		for _, e := range append(append([]*evidence.Evidence{}, s.p...), s.d...) {
+			st := &e.Values.Stage
+			q, p, tr, t := st.Queue.Mean, st.Prefill.Mean, st.Transfer.Mean, st.TTFT.Mean
+			ownPrefill := p
+			if e.Target.Labels[RoleLabel] == RolePrefill {
+				p += decodePrefill
+			}
+			if !evidence.Present(tr) {
+				tr = 0
+			}
+			note := fmt.Sprintf("stage mean ÷ the deployment's mean TTFT, %s: the prefill side's plus the decode side's", time.Duration(total*float64(time.Second)).Round(time.Millisecond))
+			set := func(dst *float64, path string, x float64) {
+				if evidence.Present(x) {
+					*dst = math.Max(0, x) / total
+					e.Cite(path, evidence.Source{Metric: "derived", Note: note})
+				}
+			}
+			set(&st.Share.Queue, "stage.share.queue", q)
+			set(&st.Share.Prefill, "stage.share.prefill", p)
+			if tr > 0 {
+				set(&st.Share.Transfer, "stage.share.transfer", tr)
+			}
+			if evidence.Present(q) && evidence.Present(ownPrefill) && evidence.Present(t) {
+				set(&st.Share.Front, "stage.share.front", t-q-ownPrefill-tr)
+			}
+		}
+	}
 }
 
 // hasInfos reports whether the window holds any of the engine's info series.

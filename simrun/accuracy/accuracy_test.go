@@ -45,6 +45,9 @@ func builtinRules(t *testing.T) (*rules.Set, *rules.Config) {
 func checkCases(t *testing.T, name string, cs []Case) {
 	t.Helper()
 	for _, c := range cs {
+		if c.Skipped {
+			continue
+		}
 		if c.Finished != float64(c.Truth.Finished) {
 			t.Errorf("%s %s: the diagnosis counted %v finished requests, the ground truth %d: not the same window",
 				name, c.Scenario.Name, c.Finished, c.Truth.Finished)
