@@ -305,6 +305,9 @@ type LatencyMap struct {
 	// Transfer is a decode instance's pull of the prompt's KV from the
 	// prefill instance (prefill and decode on separate instances).
 	Transfer *float64 `json:"transfer_mean,omitempty"`
+	// Upstream is the prefill side's time inside a decode side's TTFT
+	// that runs from the client's request.
+	Upstream *float64 `json:"upstream_mean,omitempty"`
 	// Front is TTFT not spent in queue or prefill (API server, tokenizer).
 	Front  *float64 `json:"front_mean,omitempty"`
 	Decode *float64 `json:"decode_mean,omitempty"`
@@ -990,7 +993,7 @@ func latencyMap(e *evidence.Evidence) LatencyMap {
 		return p(x)
 	}
 	m := LatencyMap{TTFT: ok("stage.ttft", v.Stage.TTFT.Mean), Queue: ok("stage.queue", v.Stage.Queue.Mean),
-		Prefill: ok("stage.prefill", v.Stage.Prefill.Mean), Front: p(v.Stage.FrontMean), Transfer: ok("stage.transfer", v.Stage.Transfer.Mean),
+		Prefill: ok("stage.prefill", v.Stage.Prefill.Mean), Front: p(v.Stage.FrontMean), Transfer: ok("stage.transfer", v.Stage.Transfer.Mean), Upstream: p(v.Stage.UpstreamMean),
 		Decode: ok("stage.decode", v.Stage.Decode.Mean), E2E: ok("service.e2e", v.Service.E2E.Mean),
 		ClientTTFT: p(v.Service.ClientTTFT.Mean), NetworkShare: p(v.Service.NetworkShare)}
 	b := v.Stage.Budget

@@ -82,6 +82,7 @@ var docs = map[string]node{
 	"stage.transfer":                 {"s", "the decode instance's pull of a request's prompt KV from the prefill instance, per transfer", "the KV connector's transfer-time histogram (vLLM's NIXL metrics, ≥ 0.11.1) or its KV Transfer metrics log lines"},
 	"stage.share.transfer":           {"ratio", "share of mean TTFT (on the decode instance) spent pulling the prompt's KV from the prefill instance", "needs stage.ttft and stage.transfer"},
 	"stage.share_max.transfer":       {"ratio", "upper bound of the KV pull's share of mean TTFT (its share where known)", "needs stage.ttft and stage.transfer"},
+	"stage.upstream_mean":            {"s", "the prefill side's time (its queue, prefill and KV push) inside the TTFT of a decode side that times from the client's request", "the prefill side's end-to-end histogram, beside the decode side's TTFT (SGLang split deployments)"},
 	"stage.front_mean":               {"s", "mean TTFT not spent in queue or prefill: API server, tokenization, IPC", "needs stage.ttft, stage.queue and stage.prefill"},
 	"stage.share.queue":              {"ratio", "share of mean TTFT spent waiting for the scheduler", "needs stage.ttft and stage.queue (the queue-time histogram)"},
 	"stage.share.prefill":            {"ratio", "share of mean TTFT spent computing the prompt", "needs stage.ttft and stage.prefill (the prefill-time histogram)"},

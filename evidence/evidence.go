@@ -113,6 +113,9 @@ type Stage struct {
 	// from the prefill instance, per transfer.
 	Transfer  Dist    `expr:"transfer"`
 	FrontMean float64 `expr:"front_mean"`
+	// UpstreamMean is the prefill side's time inside a decode side's TTFT
+	// that starts at the client's request (SGLang's split deployments).
+	UpstreamMean float64 `expr:"upstream_mean"`
 	// DecodeFloor is the fastest possible time per output token: weight
 	// bytes over the target's total peak memory bandwidth.
 	DecodeFloor float64 `expr:"decode_floor"`

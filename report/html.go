@@ -504,6 +504,9 @@ func latencyPage(id string, m advisor.LatencyMap, preemptions float64) (*pageLat
 	if m.Transfer != nil {
 		parts = slices.Insert(parts, 2, part{"transfer", m.Transfer, "pulling the prompt's KV from the prefill instance"})
 	}
+	if m.Upstream != nil {
+		parts = slices.Insert(parts, 0, part{"upstream", m.Upstream, "on the prefill instance: its front end, queue and prefill"})
+	}
 	for _, x := range parts {
 		if x.v == nil {
 			hint := "not exported"

@@ -356,6 +356,9 @@ func slackLatency(m advisor.LatencyMap) string {
 	if m.Transfer != nil {
 		parts = slices.Insert(parts, 2, part{"transfer", m.Transfer})
 	}
+	if m.Upstream != nil {
+		parts = slices.Insert(parts, 0, part{"upstream", m.Upstream})
+	}
 	for _, x := range parts {
 		if x.v == nil {
 			rows = append(rows, fmt.Sprintf("%-8s %7s       not exported", x.name, "?"))

@@ -632,6 +632,15 @@ func (p *printer) latency(m advisor.LatencyMap) {
 			hint string
 		}{"transfer", m.Transfer, "pulling the prompt's KV from the prefill instance"})
 	}
+	if m.Upstream != nil {
+		// The prefill side's part, its KV push with it: the transfer row
+		// is inside it.
+		parts = slices.Insert(parts, 0, struct {
+			name string
+			v    *float64
+			hint string
+		}{"upstream", m.Upstream, "on the prefill instance: its front end, queue and prefill"})
+	}
 	// Bars take what the 80-column layout gives them (38) and scale with
 	// the width; at least 10 columns, never past the line's end (25
 	// columns of name, value and share come first).

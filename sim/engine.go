@@ -49,6 +49,11 @@ type request struct {
 	remote       bool
 	loaded       bool
 	loadDone     float64
+	// origin is when the client sent it (its arrival at the prefill
+	// instance on the decode one), landed when its KV arrived, up the
+	// prefill instance's request.
+	origin, landed float64
+	up             *request
 }
 
 func (r *request) remaining() int { return r.prompt + r.generated - r.computed }
@@ -286,6 +291,7 @@ func (e *Engine) receive(pr *request, at float64) {
 		streaming: pr.streaming, adapter: pr.adapter, prompt: pr.prompt, output: pr.decodeOutput, remote: true}
 	e.nextID++
 	r.truth.upstream = r.arrival - pr.arrival
+	r.origin, r.up = pr.arrival, pr
 	r.truth.upFront = pr.enqueued - pr.arrival
 	r.truth.upQueue = pr.scheduled - pr.enqueued
 	r.truth.upPrefill = pr.firstToken - pr.scheduled
@@ -314,8 +320,11 @@ func (e *Engine) landLoads() {
 	keep := e.loading[:0]
 	for _, r := range e.loading {
 		if r.loadDone <= e.now {
-			r.loaded = true
+			r.loaded, r.landed = true, r.loadDone
 			e.m.transferred(r.truth.transfer, e.transferBytes(r))
+			// SGLang's prefill instance pushes the KV and times it, and
+			// ends the request there when it has gone.
+			e.prefill.m.pushed(r.up, r.loadDone, r.truth.transfer, e.transferBytes(r))
 			landed = append(landed, r)
 		} else {
 			keep = append(keep, r)

@@ -150,6 +150,31 @@ func newMetrics(e *Engine) *metrics {
 	return m
 }
 
+// since is when SGLang's decode instance starts a request's clock: when the
+// client sent it, to both instances at once; vLLM's and every other engine's
+// at the request's arrival.
+func (m *metrics) since(r *request) float64 {
+	if m.sg != nil && r.remote {
+		return r.origin
+	}
+	return r.arrival
+}
+
+// pushed is a split deployment's prefill instance seeing the KV of its
+// request r reach the decode instance at virtual time at: SGLang times the
+// push and ends the request there.
+func (m *metrics) pushed(r *request, at, secs, bytes float64) {
+	if m.sg == nil || r == nil {
+		return
+	}
+	m.e2e.observe(at - r.arrival)
+	m.sg.xferMs.own(1000 * secs)
+	m.sg.xferMB.own(bytes / 1e6)
+	if secs > 0 {
+		m.sg.xferSpeed.own(bytes / 1e9 / secs)
+	}
+}
+
 // transferred counts one KV pull of the decode instance.
 func (m *metrics) transferred(secs, bytes float64) {
 	if m.nixlTime != nil {
@@ -177,7 +202,7 @@ func (m *metrics) promptDone(r *request) { m.promptTokens += float64(r.prompt) }
 func (m *metrics) token(r *request, now float64) {
 	m.genTokens++
 	if r.firstToken < 0 {
-		m.ttft.observe(now - r.arrival)
+		m.ttft.observe(now - m.since(r))
 	} else {
 		m.itl.observe(now - r.lastTk)
 	}
@@ -220,8 +245,16 @@ func (m *metrics) speculated(accepted int) {
 func (m *metrics) finished(r *request, now float64, reason string) {
 	m.finishedCount++
 	m.success[reason]++
-	m.e2e.observe(now - r.arrival)
-	m.queue.observe(r.scheduled - r.enqueued)
+	if m.sg == nil || m.e.decode == nil {
+		// SGLang's prefill instance ends a request when its KV has gone.
+		m.e2e.observe(now - m.since(r))
+	}
+	if m.sg != nil && r.remote {
+		// SGLang times a decode instance's queue from the KV's arrival.
+		m.queue.observe(r.scheduled - r.landed)
+	} else {
+		m.queue.observe(r.scheduled - r.enqueued)
+	}
 	m.prefill.observe(r.firstToken - r.scheduled)
 	decode := r.lastTk - r.firstToken
 	m.decode.observe(decode)

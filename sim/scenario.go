@@ -303,10 +303,8 @@ func (s *Scenario) Setup() string {
 }
 
 // CanExpose reports whether the simulator can serve the scenario under the
-// engine's names: a split prefill/decode deployment has vLLM's only.
-func (s *Scenario) CanExpose(engine string) bool {
-	return engine != "sglang" || s.Engine.Disaggregated == nil
-}
+// engine's names: every engine it knows, every scenario.
+func (s *Scenario) CanExpose(engine string) bool { return slices.Contains(Exposures, engine) }
 
 // Check validates a scenario after defaults.
 func (s *Scenario) Check() error {
@@ -364,8 +362,6 @@ func (s *Scenario) Check() error {
 			return fmt.Errorf("scenario %s: engine.disaggregated needs transfer_gbps > 0 and transfer_latency, handoff ≥ 0", s.Name)
 		case s.Workload.External || s.Workload.Concurrency > 0:
 			return fmt.Errorf("scenario %s: engine.disaggregated runs open-loop traffic of its own: leave out workload.external and concurrency", s.Name)
-		case s.Exposes == "sglang":
-			return fmt.Errorf("scenario %s: engine.disaggregated serves vLLM's names only", s.Name)
 		}
 	}
 	if s.Engine.MaxNumSeqs < 1 || s.Engine.MaxNumBatchedTokens < 1 || s.Engine.BlockSize < 1 {

@@ -30,6 +30,9 @@ func sgStageBuckets() []float64 {
 // tokens-per-step histograms.
 type sglangHists struct {
 	ttft, itl, e2e, queue, prefill, promptLen, genLen, uncached *hist
+	// A split deployment's prefill instance times each KV push (ms),
+	// sizes it (MB) and its speed (GB/s).
+	xferMs, xferMB, xferSpeed *hist
 }
 
 func newSGLangHists(m *metrics) *sglangHists {
@@ -45,7 +48,22 @@ func newSGLangHists(m *metrics) *sglangHists {
 	}
 	m.ttft.mirror, m.itl.mirror, m.e2e.mirror, m.queue.mirror = s.ttft, s.itl, s.e2e, s.queue
 	m.prefill.mirror, m.promptLen.mirror, m.genLen.mirror, m.computed.mirror = s.prefill, s.promptLen, s.genLen, s.uncached
+	s.xferMs = newHist("sglang:kv_transfer_latency_ms", "The transfer latency of the KV cache in ms.", []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000})
+	s.xferMB = newHist("sglang:kv_transfer_total_mb", "The total size of the KV cache transferred in MB.", []float64{1, 5, 10, 50, 100, 500, 1000, 5000, 10000})
+	s.xferSpeed = newHist("sglang:kv_transfer_speed_gb_s", "The transfer speed of the KV cache in GB/s.", []float64{0.1, 0.5, 1, 5, 10, 25, 50, 100, 200, 400})
 	return s
+}
+
+// engineType is SGLang's engine_type label: prefill or decode on the two
+// sides of a split deployment, unified otherwise.
+func (e *Engine) engineType() string {
+	switch {
+	case e.decode != nil:
+		return "prefill"
+	case e.prefill != nil:
+		return "decode"
+	}
+	return "unified"
 }
 
 // sglangCollector exposes the engine's metrics with SGLang's names and
@@ -59,12 +77,13 @@ func (c sglangCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.e.m
 	s := m.sg
 	model := c.e.model.Served
+	et := c.e.engineType()
 	tok := []string{"engine_type", "model_name"}
-	tokV := []string{"unified", model}
+	tokV := []string{et, model}
 	stream := []string{"engine_type", "is_streaming", "model_name"}
-	streamV := []string{"unified", "true", model}
+	streamV := []string{et, "true", model}
 	sched := []string{"engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"}
-	schedV := []string{"unified", model, "0", "0", "0"}
+	schedV := []string{et, model, "0", "0", "0"}
 	hist := func(h *hist, ln, lv []string) {
 		buckets := make(map[float64]uint64, len(h.bounds))
 		var cum uint64
@@ -74,7 +93,10 @@ func (c sglangCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, ln, nil), h.n, h.sum, buckets, lv...)
 	}
-	hist(s.ttft, stream, streamV)
+	if et != "prefill" {
+		// A prefill instance never times a first token.
+		hist(s.ttft, stream, streamV)
+	}
 	hist(s.e2e, stream, streamV)
 	hist(s.itl, tok, tokV)
 	hist(s.promptLen, tok, tokV)
@@ -105,7 +127,20 @@ func (c sglangCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, sched, nil), prometheus.GaugeValue, v, schedV...)
 	}
 	gauge("sglang:num_running_reqs", "The number of running requests.", m.running)
-	gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", m.waiting)
+	// A request whose KV is on its way waits in the transfer queue, not in
+	// the waiting queue.
+	gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", m.waiting-float64(len(c.e.loading)))
+	switch et {
+	case "decode":
+		gauge("sglang:num_decode_prealloc_queue_reqs", "The number of requests in the decode prealloc queue.", 0)
+		gauge("sglang:num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue.", float64(len(c.e.loading)))
+	case "prefill":
+		gauge("sglang:num_prefill_bootstrap_queue_reqs", "The number of requests in the prefill bootstrap queue.", 0)
+		gauge("sglang:num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue.", float64(len(c.e.decode.loading)))
+		hist(s.xferMs, sched, schedV)
+		hist(s.xferMB, sched, schedV)
+		hist(s.xferSpeed, sched, schedV)
+	}
 	// SGLang rounds token usage to two decimals.
 	gauge("sglang:token_usage", "The token usage.", math.Round(m.kv*100)/100)
 	ec := c.e.sc.Engine

@@ -51,7 +51,7 @@ var promScenarios = func() []string {
 // of them in the quick tier); each is one of promScenarios too.
 var sglangPromScenarios = func() []string {
 	if testkit.Heavy() {
-		return []string{"queue-bound", "kv-capacity", "decode-bound", "prefill-interference", "speculation-not-paying", "lora-slots", "router-imbalance"}
+		return []string{"queue-bound", "kv-capacity", "decode-bound", "prefill-interference", "speculation-not-paying", "lora-slots", "router-imbalance", "kv-transfer"}
 	}
 	return []string{"queue-bound", "kv-capacity"}
 }()
@@ -216,9 +216,14 @@ func TestPromReadsSGLang(t *testing.T) {
 	}
 	for _, name := range sglangPromScenarios {
 		t.Run(name, func(t *testing.T) {
-			sg := diagnoseInto[out](t, "--prom", fx.url, "--window", "15m", "--end", strconv.FormatInt(fx.ends["sglang/"+name].Unix(), 10))
-			vl := diagnoseInto[out](t, "--prom", fx.url, "--window", "15m", "--end", strconv.FormatInt(fx.ends[name].Unix(), 10))
-			if len(sg.Targets) != 1 || sg.Targets[0].Target.ServedBy != "sglang" {
+			// A split deployment is two targets, the decode side first.
+			n := 1
+			if sc, _ := sim.Load(name); sc.Engine.Disaggregated != nil {
+				n = 2
+			}
+			sg := diagnoseTargets[out](t, n, "--prom", fx.url, "--window", "15m", "--end", strconv.FormatInt(fx.ends["sglang/"+name].Unix(), 10))
+			vl := diagnoseTargets[out](t, n, "--prom", fx.url, "--window", "15m", "--end", strconv.FormatInt(fx.ends[name].Unix(), 10))
+			if sg.Targets[0].Target.ServedBy != "sglang" {
 				t.Fatalf("targets %+v", sg.Targets)
 			}
 			if a, b := vl.Targets[0].Primary, sg.Targets[0].Primary; a != b {

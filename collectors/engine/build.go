@@ -50,7 +50,15 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 	// Notes go to the caller's window; series are read from cw, where
 	// copies of one number (tensor-parallel ranks) are one series.
 	cw := eng.collapse(w, group)
-	if roles := eng.roles(cw, group); roles != nil {
+	wm := w.Members
+	if eng.labelledRoles(cw) {
+		cw = withRoleLabel(cw, eng.RoleLabel)
+		if wm != nil {
+			wm = withRoleLabel(wm, eng.RoleLabel)
+		}
+		group = append(slices.Clone(group), RoleLabel)
+		w.Notes = append(w.Notes, eng.Title+" prefill and decode run on separate instances (its "+eng.RoleLabel+" label says which): each side is diagnosed on its own")
+	} else if roles := eng.roles(cw, group); roles != nil {
 		cw = withRoles(cw, eng.Members[0], roles)
 		group = append(slices.Clone(group), RoleLabel)
 		w.Notes = append(w.Notes, eng.Title+" prefill and decode run on separate instances (a decode instance pulls KV, a prefill instance gives one token per request): each side is diagnosed on its own")
@@ -58,8 +66,8 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 	// Members come from the per-member series when the source summed the
 	// target's own (Prometheus), else from the target's series.
 	var mw *window.Window
-	if w.Members != nil {
-		mw = eng.collapse(w.Members, group)
+	if wm != nil {
+		mw = eng.collapse(wm, group)
 	}
 	var out []*evidence.Evidence
 	sels := eng.targets(cw, group)
@@ -115,16 +123,18 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 		evidence.Fleet(e)
 		out = append(out, e)
 	}
-	deploymentShares(out)
+	eng.deploymentShares(out)
 	return out
 }
 
 // deploymentShares gives each side of a split deployment its stages' shares
-// of what users wait for the first token: the prefill side's TTFT (the proxy
-// waits for it) plus the decode side's (which starts when the proxy hands the
-// request over), not of the side's own TTFT alone, where the prefill side's
-// is all prefill by design.
-func deploymentShares(evs []*evidence.Evidence) {
+// of what users wait for the first token, not of the side's own TTFT, where
+// the prefill side's is all prefill by design. That wait is the prefill
+// side's TTFT plus the decode side's where the decode side starts its clock
+// at the hand-over (vLLM), the decode side's alone where it starts it at the
+// client's request (SGLang: its TTFT holds the prefill side's work and the
+// transfer, which the prefill side times).
+func (eng *Engine) deploymentShares(evs []*evidence.Evidence) {
 	type sides struct{ p, d []*evidence.Evidence }
 	by := map[string]*sides{}
 	for _, e := range evs {
@@ -142,62 +152,86 @@ func deploymentShares(evs []*evidence.Evidence) {
 			by[m].d = append(by[m].d, e)
 		}
 	}
-	mean := func(es []*evidence.Evidence) float64 {
+	// The count-weighted mean of a distribution over a side's targets.
+	mean := func(es []*evidence.Evidence, get func(*evidence.Evidence) evidence.Dist) float64 {
 		var sum, n float64
 		for _, e := range es {
-			if t := e.Values.Stage.TTFT; evidence.Present(t.Mean) && evidence.Present(t.Count) {
-				sum, n = sum+t.Mean*t.Count, n+t.Count
+			if d := get(e); evidence.Present(d.Mean) && evidence.Present(d.Count) {
+				sum, n = sum+d.Mean*d.Count, n+d.Count
 			}
 		}
 		return sum / n
 	}
-	meanE2E := func(es []*evidence.Evidence) float64 {
-		var sum, n float64
-		for _, e := range es {
-			if t := e.Values.Service.E2E; evidence.Present(t.Mean) && evidence.Present(t.Count) {
-				sum, n = sum+t.Mean*t.Count, n+t.Count
-			}
-		}
-		return sum / n
+	ttft := func(e *evidence.Evidence) evidence.Dist { return e.Values.Stage.TTFT }
+	e2e := func(e *evidence.Evidence) evidence.Dist { return e.Values.Service.E2E }
+	prefill := func(e *evidence.Evidence) evidence.Dist { return e.Values.Stage.Prefill }
+	secs := func(x float64) string {
+		return time.Duration(x * float64(time.Second)).Round(time.Millisecond).String()
 	}
 	for _, s := range by {
-		total := mean(s.p) + mean(s.d)
+		if len(s.p) == 0 || len(s.d) == 0 {
+			continue
+		}
+		total, users := mean(s.p, ttft)+mean(s.d, ttft), mean(s.p, e2e)+mean(s.d, e2e)
+		how := "the prefill side's plus the decode side's"
+		// upstream is the prefill side's time inside the decode side's TTFT.
+		upstream := 0.0
+		if eng.DecodeTTFTFromArrival {
+			total, users, upstream = mean(s.d, ttft), mean(s.d, e2e), mean(s.p, e2e)
+
+			how = "the decode side's, which runs from the client's request"
+			for _, p := range s.p {
+				// The prefill side times no first token: the deployment's is
+				// the decode side's.
+				if !evidence.Present(p.Values.Stage.TTFT.Mean) && len(s.d) == 1 {
+					p.Values.Stage.TTFT = s.d[0].Values.Stage.TTFT
+					p.Cite("stage.ttft", evidence.Source{Metric: s.d[0].Sources["stage.ttft"].Metric, Note: "the decode side's: the prefill side times no first token"})
+				}
+			}
+			for _, d := range s.d {
+				// The prefill side times the transfer it pushes.
+				if !evidence.Present(d.Values.Stage.Transfer.Mean) && len(s.p) == 1 {
+					d.Values.Stage.Transfer = s.p[0].Values.Stage.Transfer
+					if src, ok := s.p[0].Sources["stage.transfer"]; ok {
+						src.Note = "timed by the prefill side, which pushes the KV"
+						d.Cite("stage.transfer", src)
+					}
+				}
+				// The prefill side's own part of the decode side's TTFT: its
+				// end-to-end less the push, which has a row of its own.
+				if x := upstream - nz(d.Values.Stage.Transfer.Mean); evidence.Present(x) {
+					d.Values.Stage.UpstreamMean = math.Max(0, x)
+					d.Cite("stage.upstream_mean", evidence.Source{Metric: s.p[0].Sources["service.e2e"].Metric,
+						Note: "the prefill side's mean end-to-end less the KV push: its front end, queue and prefill"})
+				}
+			}
+		}
 		if !evidence.Present(total) || total <= 0 {
 			continue
 		}
-		// Decode's share is of what users wait in all: the prefill side's
-		// end-to-end and the decode side's.
-		if e2e := meanE2E(s.p) + meanE2E(s.d); evidence.Present(e2e) && e2e > 0 {
-			for _, e := range s.d {
-				if x := e.Values.Stage.Decode.Mean; evidence.Present(x) {
-					e.Values.Stage.Share.Decode = x / e2e
-					e.Cite("stage.share.decode", evidence.Source{Metric: "derived",
-						Note: fmt.Sprintf("decode mean ÷ the deployment's mean end-to-end, %s: the prefill side's plus the decode side's", time.Duration(e2e*float64(time.Second)).Round(time.Millisecond))})
+		if evidence.Present(users) && users > 0 {
+			for _, d := range s.d {
+				if x := d.Values.Stage.Decode.Mean; evidence.Present(x) {
+					d.Values.Stage.Share.Decode = x / users
+					d.Cite("stage.share.decode", evidence.Source{Metric: "derived",
+						Note: "decode mean ÷ the deployment's mean end-to-end, " + secs(users) + ": " + how})
 				}
 			}
 		}
 		// The decode side's first step computes the prompt's last token:
 		// prefill too, which the prefill side's share counts with its own.
-		var decodePrefill, n float64
-		for _, e := range s.d {
-			if x := e.Values.Stage.Prefill; evidence.Present(x.Mean) && evidence.Present(x.Count) {
-				decodePrefill, n = decodePrefill+x.Mean*x.Count, n+x.Count
-			}
+		decodePrefill := mean(s.d, prefill)
+		if !evidence.Present(decodePrefill) {
+			decodePrefill = 0
 		}
-		if n > 0 {
-			decodePrefill /= n
-		}
+		note := "stage mean ÷ the deployment's mean TTFT, " + secs(total) + ": " + how
 		for _, e := range append(append([]*evidence.Evidence{}, s.p...), s.d...) {
 			st := &e.Values.Stage
+			prefillSide := e.Target.Labels[RoleLabel] == RolePrefill
 			q, p, tr, t := st.Queue.Mean, st.Prefill.Mean, st.Transfer.Mean, st.TTFT.Mean
-			ownPrefill := p
-			if e.Target.Labels[RoleLabel] == RolePrefill {
-				p += decodePrefill
-			}
 			if !evidence.Present(tr) {
 				tr = 0
 			}
-			note := fmt.Sprintf("stage mean ÷ the deployment's mean TTFT, %s: the prefill side's plus the decode side's", time.Duration(total*float64(time.Second)).Round(time.Millisecond))
 			set := func(dst *float64, path string, x float64) {
 				if evidence.Present(x) {
 					*dst = math.Max(0, x) / total
@@ -205,12 +239,31 @@ func deploymentShares(evs []*evidence.Evidence) {
 				}
 			}
 			set(&st.Share.Queue, "stage.share.queue", q)
-			set(&st.Share.Prefill, "stage.share.prefill", p)
-			if tr > 0 {
-				set(&st.Share.Transfer, "stage.share.transfer", tr)
+			if prefillSide {
+				set(&st.Share.Prefill, "stage.share.prefill", p+decodePrefill)
+			} else {
+				set(&st.Share.Prefill, "stage.share.prefill", p)
+				if tr > 0 {
+					set(&st.Share.Transfer, "stage.share.transfer", tr)
+				}
 			}
-			if evidence.Present(q) && evidence.Present(ownPrefill) && evidence.Present(t) {
-				set(&st.Share.Front, "stage.share.front", t-q-ownPrefill-tr)
+			// The side's time before its engine saw the request.
+			front := math.NaN()
+			switch {
+			case prefillSide && eng.DecodeTTFTFromArrival:
+				front = e.Values.Service.E2E.Mean - q - p - tr
+			case prefillSide:
+				front = t - q - p
+			case eng.DecodeTTFTFromArrival:
+				// The prefill side's end-to-end holds the push.
+				front = t - upstream - q - p
+			default:
+				front = t - q - p - tr
+			}
+			if evidence.Present(front) {
+				st.FrontMean = math.Max(0, front)
+				e.Cite("stage.front_mean", evidence.Source{Metric: "derived", Note: "the side's time before its engine saw the request"})
+				set(&st.Share.Front, "stage.share.front", front)
 			}
 		}
 	}
@@ -560,4 +613,12 @@ func (b *builder) transfer() {
 	src := b.e.Sources["stage.queue"]
 	src.Note = strings.TrimPrefix(src.Note+"; the KV pull taken out (the engine counts a request as queued while its KV is pulled): the mean exactly, quantiles as the difference of the same quantiles", "; ")
 	b.e.Cite("stage.queue", src)
+}
+
+// nz is x, or 0 where it is missing.
+func nz(x float64) float64 {
+	if evidence.Present(x) {
+		return x
+	}
+	return 0
 }

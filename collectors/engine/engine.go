@@ -54,6 +54,9 @@ type Metric struct {
 	Keep []string
 	// Sentinels are values that mean "no number" (V0's -1 hit rate).
 	Sentinels []float64
+	// Scale turns an observation into the evidence's base unit (0: as it
+	// is): 0.001 for SGLang's milliseconds.
+	Scale float64
 	// PerToken marks an inter-token histogram observed once per token, not
 	// once per step (SGLang divides a chunk's gap over its tokens): with
 	// several tokens per step a frozen step counts several times.
@@ -180,6 +183,16 @@ type Engine struct {
 	// waits in the queue while its KV is pulled (vLLM), so the queue time
 	// holds the transfer.
 	QueueHoldsTransfer bool
+	// DecodeTTFTFromArrival: the decode side of a split deployment times
+	// TTFT and end-to-end from the client's request, which reaches both
+	// sides at once (SGLang), so its TTFT holds the prefill side's work and
+	// the transfer; otherwise from the hand-over (vLLM's proxy asks the
+	// prefill side first).
+	DecodeTTFTFromArrival bool
+	// RoleLabel is the label whose value says an instance's side of a
+	// split deployment, prefill or decode ("" when the engine has none:
+	// its traffic tells).
+	RoleLabel string
 	// ReasonLabel is the label of RequestSuccess that holds the finish
 	// reason (stop, length, abort, error); "" when the engine has none.
 	ReasonLabel string

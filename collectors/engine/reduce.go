@@ -86,6 +86,13 @@ func (b *builder) sumHist(key string) (buckets []window.Bucket, sum, count float
 		}
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].UpperBound < buckets[j].UpperBound })
+	if m, _ := b.eng.ByKey(key); m.Scale != 0 && m.Scale != 1 {
+		// To the evidence's base unit (SGLang's milliseconds, megabytes).
+		for i := range buckets {
+			buckets[i].UpperBound *= m.Scale
+		}
+		sum *= m.Scale
+	}
 	return buckets, sum, count, name
 }
 
@@ -256,7 +263,7 @@ func (b *builder) dist(key, path string) evidence.Dist {
 	// (a p99 within an SLO that it is not). Token counts are left as they
 	// are: their top bucket sits near the model's length limit, and rules
 	// compare them only from below (long prompts).
-	if m, _ := b.eng.ByKey(key); m.Unit == "s" {
+	if m, _ := b.eng.ByKey(key); m.Unit == "s" || m.Unit == "ms" {
 		var past []string
 		top := math.NaN()
 		for _, q := range []struct {

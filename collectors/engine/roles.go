@@ -125,13 +125,52 @@ func ReplicaLabel(name string) string {
 	return ""
 }
 
+// labelledRoles reports whether the engine's series carry its role label
+// with prefill or decode as the value (SGLang's engine_type).
+func (eng *Engine) labelledRoles(w *window.Window) bool {
+	if eng.RoleLabel == "" {
+		return false
+	}
+	for _, m := range eng.Catalogue {
+		for _, n := range m.Names {
+			for _, h := range w.Histograms[n] {
+				if v := h.Labels[eng.RoleLabel]; v == RolePrefill || v == RoleDecode {
+					return true
+				}
+			}
+			for _, g := range w.Gauges[n] {
+				if v := g.Labels[eng.RoleLabel]; v == RolePrefill || v == RoleDecode {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // withRoles returns w with each series of a replica in roles labelled with
 // its role. w itself is not changed.
 func withRoles(w *window.Window, replica string, roles map[string]string) *window.Window {
+	return relabelRoles(w, func(l window.Labels) string { return roles[l[replica]] })
+}
+
+// withRoleLabel returns w with each series whose label says prefill or
+// decode labelled with that role. w itself is not changed.
+func withRoleLabel(w *window.Window, label string) *window.Window {
+	return relabelRoles(w, func(l window.Labels) string {
+		if v := l[label]; v == RolePrefill || v == RoleDecode {
+			return v
+		}
+		return ""
+	})
+}
+
+// relabelRoles labels each series with the role roleOf gives it ("": none).
+func relabelRoles(w *window.Window, roleOf func(window.Labels) string) *window.Window {
 	out := *w
 	relabel := func(l window.Labels) window.Labels {
-		r, ok := roles[l[replica]]
-		if !ok {
+		r := roleOf(l)
+		if r == "" {
 			return l
 		}
 		c := maps.Clone(l)

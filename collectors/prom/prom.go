@@ -166,6 +166,9 @@ func (c *Collector) keep(extra ...string) string {
 		for _, m := range eng.Members {
 			set[m] = true
 		}
+		if eng.RoleLabel != "" {
+			set[eng.RoleLabel] = true
+		}
 	}
 	for _, g := range c.opt.GroupBy {
 		set[g] = true
@@ -446,6 +449,13 @@ func (c *Collector) target(extra ...string) string {
 	set := map[string]bool{}
 	for _, g := range c.opt.GroupBy {
 		set[g] = true
+	}
+	// A split deployment's sides are summed apart where a label says
+	// which is which: absent, it groups nothing.
+	for _, eng := range engine.Engines() {
+		if eng.RoleLabel != "" {
+			set[eng.RoleLabel] = true
+		}
 	}
 	for _, e := range extra {
 		set[e] = true

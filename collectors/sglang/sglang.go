@@ -90,6 +90,11 @@ var Catalogue = []engine.Metric{
 		Meaning: "distinct LoRA adapters of the running batch", Obtain: "SGLang v0.5.7+ with LoRA enabled"},
 	{Key: engine.PageSize, Names: names("page_size"), Kind: engine.Gauge, Unit: "tokens",
 		Meaning: "KV cache page size", Obtain: "SGLang v0.5.11+"},
+	{Key: engine.KVTransferTime, Names: names("kv_transfer_latency_ms"), Kind: engine.Histogram, Unit: "ms", Scale: 0.001,
+		Meaning: "time to push one request's KV cache to the decode instance, from its last chunk sent to the transfer's success, observed on the prefill instance of a split deployment",
+		Obtain:  "SGLang v0.5.10+ with --disaggregation-mode prefill (gauges that always read 0 before)"},
+	{Key: engine.KVTransferBytes, Names: names("kv_transfer_total_mb"), Kind: engine.Histogram, Unit: "MB", Scale: 1e6,
+		Meaning: "size of one request's KV cache pushed to the decode instance", Obtain: "SGLang v0.5.10+ with --disaggregation-mode prefill"},
 }
 
 // Engine is SGLang's registration.
@@ -109,8 +114,13 @@ var Engine = &engine.Engine{
 	// (tokens per layer) too. Data-parallel ranks (dp_rank, also the
 	// attention-DP rank) are separate schedulers and add up.
 	Copies: []string{"tp_rank", "pp_rank", "moe_ep_rank"},
-	How:    how,
-	Knobs:  knobs,
+	// Split deployments: engine_type says the side; the router sends a
+	// request to both sides at once, so the decode side's TTFT runs from
+	// the client's request; its queue time starts when the KV has arrived.
+	RoleLabel:             "engine_type",
+	DecodeTTFTFromArrival: true,
+	How:                   how,
+	Knobs:                 knobs,
 }
 
 func init() { engine.Register(Engine) }

@@ -181,7 +181,9 @@ func runCase(set *rules.Set, cfg *rules.Config, seed int64, i int, exposes strin
 				c.Critical = append(c.Critical, f.Rule)
 			}
 		}
-		c.Finished = evidence.TreeNumber(t.Evidence, "service.finished")
+		// Requests finish where they are answered: the first target (a
+		// split deployment's decode side).
+		c.Finished = evidence.TreeNumber(d.Targets[0].Evidence, "service.finished")
 	}
 	return c, nil
 }
@@ -389,9 +391,10 @@ func Report(cs, held, sglang []Case, builtin []BuiltinTruth) string {
 	p("the held-out set, %d of %d on SGLang's names. ", grr, grn)
 	dn, dr := subset(cs, split)
 	hdn, hdr := subset(held, split)
+	gdn, gdr := subset(sglang, split)
 	p("Another tenth run prefill and decode on separate instances with a KV link of 1 to\n")
 	p("50 GB/s; the verdict is the side's with the gravest finding: %d of this set's %d are right, %d of %d in the\n", dr, dn, hdr, hdn)
-	p("held-out set.\n\n")
+	p("held-out set, %d of %d on SGLang's names.\n\n", gdr, gdn)
 
 	p("## Ground truth\n\n")
 	p("The simulator adds up, for the requests that finish inside the window the diagnosis reads, the\n")

@@ -104,13 +104,22 @@ func TestAccuracySample(t *testing.T) {
 	if listed == 0 {
 		t.Errorf("no published miss in the sample %v: it no longer checks one", quickTuning)
 	}
+	// The held-out sample on SGLang's names reads the ground truth's
+	// window and gets the verdicts vLLM's names give: the seam maps both.
+	// (Whether they are right is the heavy tier's, over the whole set.)
 	sg, err := RunIndexes(set, cfg, HeldOutSeed, quickHeldOut, "sglang")
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkCases(t, "held-out on SGLang names", sg)
-	if a := accuracyOf(sg); a < heldOutFloor {
-		t.Errorf("held-out sample on SGLang names: accuracy %.3f, under the floor %.2f", a, heldOutFloor)
+	vl, err := RunIndexes(set, cfg, HeldOutSeed, quickHeldOut, "vllm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sg {
+		if a, b := sg[i].Primary.Bottleneck, vl[i].Primary.Bottleneck; a != b {
+			t.Errorf("held-out case %d: %s on SGLang's names, %s on vLLM's", sg[i].Index, a, b)
+		}
 	}
 }
 
