@@ -578,19 +578,25 @@ func explain(fs []Finding, results []rules.Result) {
 		explains[r.Rule.ID] = r.Explains()
 	}
 	// Of several findings that could explain a bottleneck, the most severe
-	// claims it (a critical stall before a warning about the ITL tail).
+	// claims it (a critical stall before a warning about the ITL tail);
+	// at one severity, one that holds the bottleneck's own stage (adapter
+	// slots holding the queue) before one that points at it from another
+	// (stalls, whose stage is the gaps between tokens).
 	order := make([]Finding, len(fs))
 	copy(order, fs)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].sev > order[j].sev })
 	causes := map[string]string{}
+	claimed := map[string]Finding{}
 	for _, c := range order {
 		if c.sev < rules.Warning {
 			// An info finding may not be the verdict, so it may not hide one.
 			continue
 		}
 		for _, b := range explains[c.Rule] {
-			if _, ok := causes[b]; !ok {
-				causes[b] = c.Rule
+			prev, ok := claimed[b]
+			stage := rules.DefaultStages[b]
+			if !ok || prev.sev == c.sev && prev.Stage != stage && c.Stage == stage {
+				causes[b], claimed[b] = c.Rule, c
 			}
 		}
 	}

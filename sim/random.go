@@ -160,6 +160,22 @@ const (
 	DisaggregatedShare = 0.1
 )
 
+// ServeAdapters serves LoRA adapters in a share of random scenarios (not yet
+// in the accuracy sets: see docs/accuracy.md): 2 to
+// 16 adapters, a few popular and a long tail, with 1 to 4 adapter slots,
+// fewer than the adapters, on one plain server (no router, prefill and
+// decode together). It draws from the scenario's own seed.
+func ServeAdapters(sc *Scenario, share float64) {
+	r := rand.New(rand.NewSource(sc.Seed ^ 0x10ba))
+	if r.Float64() >= share || sc.Router != nil || sc.Engine.Disaggregated != nil {
+		return
+	}
+	n := 2 + r.Intn(15)
+	sc.Workload.Adapters = n
+	sc.Engine.MaxLoRAs = min(n-1, 1+r.Intn(4))
+	sc.Description += fmt.Sprintf(", %d LoRA adapters in %d slots", n, sc.Engine.MaxLoRAs)
+}
+
 // Route puts a share of random scenarios behind a router: 2 or 3 replicas,
 // each given the traffic the scenario drew for one (the rate multiplied),
 // picked by prefix affinity (half of them, the shared prompts' popularity

@@ -219,7 +219,7 @@ var readmeUsage = map[string]func(t *testing.T){
 		runs(t, ran, "rules", "test", dir)
 	},
 	`llmdoctor explain FIELD                          (unit, meaning, how to obtain it, which rules read it)`: func(t *testing.T) {
-		if out := runs(t, ran, "explain", "stage.queue.mean"); !strings.Contains(out, "READ BY  2 rules: queue/ttft-dominated, router/uneven") {
+		if out := runs(t, ran, "explain", "stage.queue.mean"); !strings.Contains(out, "READ BY  3 rules: lora/slots-full, queue/ttft-dominated, router/uneven") {
 			t.Errorf("explain stage.queue.mean:\n%s", out)
 		}
 	},

@@ -248,7 +248,7 @@ func (eng *Engine) deploymentShares(evs []*evidence.Evidence) {
 				}
 			}
 			// The side's time before its engine saw the request.
-			front := math.NaN()
+			var front float64
 			switch {
 			case prefillSide && eng.DecodeTTFTFromArrival:
 				front = e.Values.Service.E2E.Mean - q - p - tr
