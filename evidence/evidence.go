@@ -207,8 +207,11 @@ type Service struct {
 	// requests as the router sees them.
 	RouterDecision      Dist    `expr:"router_decision"`
 	RouterQueueTopShare float64 `expr:"router_queue_top_share"`
-	Running             Series  `expr:"running"`
-	Waiting             Series  `expr:"waiting"`
+	// TransferWaiting are a split deployment's decode-side requests whose
+	// KV is on its way (SGLang's transfer queue).
+	TransferWaiting Series `expr:"transfer_waiting"`
+	Running         Series `expr:"running"`
+	Waiting         Series `expr:"waiting"`
 	// Swapped are requests whose KV blocks were moved to CPU memory (V0).
 	Swapped Series `expr:"swapped"`
 	// E2EP99AtLeast is the least end-to-end p99 can be (as Stage's).

@@ -241,6 +241,10 @@ type logSample struct {
 	// seconds, and the bytes pulled.
 	xfers     []float64
 	xferBytes float64
+	// split: a decode instance; transferReq its requests whose KV is on
+	// the way.
+	split       bool
+	transferReq int
 }
 
 func (e *Engine) logSample() logSample {
@@ -249,7 +253,8 @@ func (e *Engine) logSample() logSample {
 		running: len(e.running), waiting: len(e.waiting) + len(e.loading), kv: e.KVUsage(), hitRate: e.m.recentHitRate(),
 		spec: e.sc.Engine.Speculative != nil, drafts: e.m.specDrafts, drafted: e.m.specDraftTokens, accepted: e.m.specAccepted,
 		perPos: slices.Clone(e.m.specPerPos), specLength: e.m.specLength, specRate: e.m.specRate,
-		xfers: e.m.xferLog[:len(e.m.xferLog):len(e.m.xferLog)], xferBytes: e.m.xferBytes}
+		xfers: e.m.xferLog[:len(e.m.xferLog):len(e.m.xferLog)], xferBytes: e.m.xferBytes,
+		split: e.prefill != nil, transferReq: len(e.loading)}
 }
 
 // writeLogLines prints the engine's periodic log for one interval: vLLM's
@@ -284,9 +289,14 @@ func writeSGLangLines(w *bufio.Writer, epoch time.Time, t float64, prev, cur log
 	if cur.spec {
 		spec = fmt.Sprintf("accept len: %.2f, accept rate: %.2f, ", cur.specLength, cur.specRate)
 	}
+	if cur.split {
+		// A decode instance of a split deployment (v0.5.9's fields): its
+		// waiting queue holds only requests whose KV has arrived.
+		spec += fmt.Sprintf("pre-allocated usage: 0.00, #prealloc-req: 0, #transfer-req: %d, #retracted-req: 0, ", cur.transferReq)
+	}
 	fmt.Fprintf(w, "[%s TP0] Decode batch, #running-req: %d, #token: %d, token usage: %.2f, %scuda graph: True, "+
 		"gen throughput (token/s): %.2f, #queue-req: %d\n",
-		ts, cur.running, int(cur.kv*cur.capacity), cur.kv, spec, (cur.gen-prev.gen)/interval, cur.waiting)
+		ts, cur.running, int(cur.kv*cur.capacity), cur.kv, spec, (cur.gen-prev.gen)/interval, cur.waiting-cur.transferReq)
 }
 
 // writeStatsLine prints vLLM V1's periodic stats line (vllm/v1/metrics/loggers.py).

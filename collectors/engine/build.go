@@ -579,6 +579,14 @@ func (b *builder) transfer() {
 	t, q := &v.Stage.Transfer, &v.Stage.Queue
 	switch {
 	case b.sel[RoleLabel] != "":
+	case b.seriesCount(TransferQueue) > 0:
+		// A transfer queue is a decode instance's.
+		v.Cond.Disaggregated, v.Cond.PrefillSide = 1, 0
+		v.Service.TransferWaiting = b.series(TransferQueue, "service.transfer_waiting")
+		name, _ := b.present(TransferQueue)
+		for _, p := range []string{"cond.disaggregated", "cond.prefill_side"} {
+			b.e.Cite(p, evidence.Source{Metric: name, From: b.w.From, Note: "a transfer queue: a decode instance"})
+		}
 	case evidence.Present(t.Count) && t.Count > 0:
 		// Pulling KV, it is a decode instance, whatever else was scraped.
 		v.Cond.Disaggregated, v.Cond.PrefillSide = 1, 0

@@ -138,6 +138,9 @@ const (
 	// (vLLM's NIXL connector histograms).
 	KVTransferTime  = "kv_transfer_time"
 	KVTransferBytes = "kv_transfer_bytes"
+	// TransferQueue counts a split deployment's decode-side requests whose
+	// KV is on its way (SGLang's transfer queue).
+	TransferQueue = "transfer_queue"
 )
 
 // MemberKeys are the families a member's evidence is read from when the

@@ -272,6 +272,12 @@ func build(recs []record, eng, model, from string) (*window.Window, []string) {
 				}
 				return r.acceptRate
 			})
+			gauge(engine.TransferQueue, func(r record) float64 {
+				if r.kind != sglDecode {
+					return math.NaN()
+				}
+				return r.transferReq
+			})
 		}
 		prompt, gen, cached := tokens(rs, eng, step, covered)
 		counter(engine.PromptTokens, prompt)

@@ -321,3 +321,55 @@ func TestSpeculativeDecodingLines(t *testing.T) {
 	}
 	check("with stats", r, 3)
 }
+
+// vLLM's KV connector line gives the transfers' count and time (and size),
+// alone or beside stats lines; SGLang's decode lines of a split deployment
+// give the requests whose KV is on its way.
+func TestTransferLines(t *testing.T) {
+	const xfer = "(APIServer pid=1) INFO 09-22 13:28:%02d [metrics.py:98] KV Transfer metrics: Num successful transfers=4, " +
+		"Avg xfer time (ms)=250.000, P90 xfer time (ms)=400.000, Avg post time (ms)=5.693, P90 post time (ms)=5.693, " +
+		"Avg MB per transfer=70.0, Throughput (MB/s)=280.000, Avg number of descriptors=56.0\n"
+	const stats = "(APIServer pid=1) INFO 09-22 13:28:%02d [loggers.py:127] Engine 000: Avg prompt throughput: 100.0 tokens/s, " +
+		"Avg generation throughput: 200.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%%, Prefix cache hit rate: 0.0%%\n"
+	check := func(what string, r *Result, lines float64) {
+		t.Helper()
+		h := r.Window.Histograms["vllm:nixl_xfer_time_seconds"]
+		b := r.Window.Histograms["vllm:nixl_bytes_transferred"]
+		if len(h) != 1 || h[0].Count != 4*lines || math.Abs(h[0].Sum-lines) > 1e-9 || len(b) != 1 || math.Abs(b[0].Sum-4*lines*70e6) > 1 {
+			t.Errorf("%s: transfer histograms %+v %+v, want %v transfers of 250 ms and 70 MB", what, h, b, 4*lines)
+		}
+	}
+	r, err := Read(strings.NewReader(fmt.Sprintf(xfer, 10)), "", 2025, "x.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("alone", r, 1)
+	if notes := strings.Join(r.Window.Notes, "\n"); !strings.Contains(notes, "only 1 KV transfer line") || strings.Contains(notes, "KV cache was full") {
+		t.Errorf("notes of a transfer line alone:\n%s", notes)
+	}
+	var b strings.Builder
+	for s := 10; s < 40; s += 10 {
+		b.WriteString(fmt.Sprintf(stats, s) + fmt.Sprintf(xfer, s))
+	}
+	if r, err = Read(strings.NewReader(b.String()), "", 2025, "x.log"); err != nil {
+		t.Fatal(err)
+	}
+	check("with stats", r, 3)
+	// A line cut before its count is no transfer.
+	if _, err := Read(strings.NewReader("INFO 09-22 13:28:10 [metrics.py:98] KV Transfer metrics: Avg xfer time (ms)=9.8\n"), "", 2025, "x.log"); err == nil {
+		t.Error("a transfer line without its count was read")
+	}
+	const decode = "[2026-08-14 14:02:%02d TP0] Decode batch, #running-req: 3, #token: 266624, token usage: 0.43, pre-allocated usage: 0.22, " +
+		"#prealloc-req: 0, #transfer-req: %d, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 183.10, #queue-req: 0\n"
+	b.Reset()
+	for s, n := range []int{1, 2, 3, 3} {
+		b.WriteString(fmt.Sprintf(decode, 40+s, n))
+	}
+	if r, err = Read(strings.NewReader(b.String()), "", 2026, "d.log"); err != nil {
+		t.Fatal(err)
+	}
+	g := r.Window.Gauges["sglang:num_decode_transfer_queue_reqs"]
+	if len(g) != 1 || fmt.Sprint(g[0].Points) != "[1 2 3 3]" {
+		t.Errorf("transfer queue %+v, want one series reading 1 2 3 3", g)
+	}
+}

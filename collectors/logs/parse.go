@@ -65,6 +65,9 @@ type record struct {
 	// KV transfers (vLLM's NIXL connector): how many in the interval,
 	// their mean and p90 seconds, and their mean bytes.
 	xfers, xferMean, xferP90, xferBytes float64
+	// transferReq: an SGLang decode instance's requests whose KV is on
+	// its way from the prefill instance (#transfer-req).
+	transferReq float64
 	// text is an event's message, to tell one logged by every TP rank
 	// from several.
 	text string
@@ -75,7 +78,7 @@ func newRecord(k kind) record {
 	return record{kind: k, running: nan, waiting: nan, swapped: nan, kv: nan, cpuKV: nan, hit: nan,
 		promptTPS: nan, genTPS: nan, newTokens: nan, cachedTokens: nan, cumulative: nan,
 		accepted: nan, drafted: nan, acceptLen: nan, specK: nan, acceptRate: nan,
-		xfers: nan, xferMean: nan, xferP90: nan, xferBytes: nan}
+		xfers: nan, xferMean: nan, xferP90: nan, xferBytes: nan, transferReq: nan}
 }
 
 // A number at the start of a value: "1857.7 tokens/s", "95.7%", "0.28".
@@ -478,6 +481,8 @@ func readSGLang(r record, body string) (record, bool, string) {
 			r.acceptLen = x
 		case f.key == "acceptrate":
 			r.acceptRate = x
+		case f.key == "transfer-req":
+			r.transferReq = x
 		}
 	}
 	if !haveRun || !haveQueue {

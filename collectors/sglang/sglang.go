@@ -95,6 +95,9 @@ var Catalogue = []engine.Metric{
 		Obtain:  "SGLang v0.5.10+ with --disaggregation-mode prefill (gauges that always read 0 before)"},
 	{Key: engine.KVTransferBytes, Names: names("kv_transfer_total_mb"), Kind: engine.Histogram, Unit: "MB", Scale: 1e6,
 		Meaning: "size of one request's KV cache pushed to the decode instance", Obtain: "SGLang v0.5.10+ with --disaggregation-mode prefill"},
+	{Key: engine.TransferQueue, Names: names("num_decode_transfer_queue_reqs"), Kind: engine.Gauge, Unit: "requests",
+		Meaning: "requests on a split deployment's decode instance whose KV is on its way from the prefill instance (not in num_queue_reqs)",
+		Obtain:  "SGLang with --disaggregation-mode decode; its log's #transfer-req field"},
 }
 
 // Engine is SGLang's registration.
@@ -201,9 +204,10 @@ var how = map[string]string{
 	"resource.prefix_queries":     "sglang:prompt_tokens_total",
 	"cond.speculative":            "sglang:spec_accept_length (SGLang v0.4.1.post7+): 0 without speculative decoding",
 	"cond.lora":                   "sglang:lora_pool_slots_total (SGLang v0.5.7+), exported only with LoRA enabled",
-	"stage.transfer":              "not read from SGLang yet: its prefill instances time each KV transfer in sglang:kv_transfer_latency_ms (v0.5.10+)",
-	"cond.disaggregated":          "not read from SGLang yet: its engine_type label says prefill, decode or unified",
-	"cond.prefill_side":           "not read from SGLang yet: its engine_type label says prefill, decode or unified",
+	"service.transfer_waiting":    "sglang:num_decode_transfer_queue_reqs on a decode instance (--disaggregation-mode decode), or #transfer-req in its Decode batch log lines",
+	"stage.transfer":              "sglang:kv_transfer_latency_ms (v0.5.10+; gauges that read 0 before), timed on the prefill instance: scrape both sides",
+	"cond.disaggregated":          "the engine_type label (prefill, decode or unified) of SGLang's series: scrape both sides",
+	"cond.prefill_side":           "the engine_type label (prefill, decode or unified) of SGLang's series",
 	"cond.max_loras":              "sglang:lora_pool_slots_total (--max-loras-per-batch)",
 	"service.lora_held":           "sglang:num_queue_reqs at the readings where sglang:lora_pool_slots_used is at sglang:lora_pool_slots_total: SGLang does not say which adapter a queued request wants",
 	"cond.spec_tokens":            "SGLang exports the draft tokens per step only from v0.5.13 (sglang:spec_num_draft_tokens), which llmdoctor does not read yet",

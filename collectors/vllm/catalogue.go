@@ -216,6 +216,7 @@ var how = map[string]string{
 	"stage.tpot":                  "vllm:request_time_per_output_token_seconds (vLLM ≥ 0.11)",
 	"cond.speculative":            "vllm:spec_decode_num_drafts_total, registered only with --speculative-config (V1 engine)",
 	"cond.lora":                   "vllm:lora_requests_info, exported only with --enable-lora",
+	"service.transfer_waiting":    "vLLM counts requests waiting for their KV among vllm:num_requests_waiting_by_reason{reason=\"deferred\"} (with LoRA and other holds), not apart",
 	"stage.transfer":              "vllm:nixl_xfer_time_seconds (vLLM 0.11.1+ with the NixlConnector), on the decode instance that pulls the KV",
 	"cond.disaggregated":          "scrape the prefill and decode instances together: vllm:nixl_xfer_time_seconds marks a decode instance, one generated token per request a prefill instance (vLLM exports no role)",
 	"cond.prefill_side":           "scrape the prefill and decode instances together: a prefill instance generates one token per request and pulls no KV (vLLM exports no role)",
