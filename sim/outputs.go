@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
@@ -62,19 +61,12 @@ func (o Offline) Run(sc *Scenario) error {
 	}
 	gather := o.OpenMetrics != nil || o.Start != nil || o.End != nil || o.Points != nil
 	vllmReg, dcgmReg := e.Registries()
-	type source struct {
-		g        prometheus.Gatherer
-		instance string
-	}
-	sources := []source{{vllmReg, ""}, {dcgmReg, ""}}
+	sources := []Endpoint{{Registry: vllmReg}, {Registry: dcgmReg}}
 	if eps := e.Endpoints(); len(eps) > 1 {
 		// Several servers, as a Prometheus scraping each would label
 		// them; their GPUs, on one simulated host, are left out (see
 		// simrun).
-		sources = nil
-		for _, ep := range eps {
-			sources = append(sources, source{ep.Registry, ep.Instance})
-		}
+		sources = eps
 	}
 	series := map[string]*dto.MetricFamily{}
 	var log *bufio.Writer
@@ -98,29 +90,9 @@ func (o Offline) Run(sc *Scenario) error {
 		}
 		e.AdvanceTo(t)
 		if t >= nextOM-1e-9 {
-			// One family per name, its servers' series together, as a
-			// federation endpoint gives them.
-			var merged []*dto.MetricFamily
-			byName := map[string]*dto.MetricFamily{}
-			for _, src := range sources {
-				fams, err := src.g.Gather()
-				if err != nil {
-					return err
-				}
-				for _, f := range fams {
-					if src.instance != "" {
-						for _, m := range f.Metric {
-							m.Label = append(m.Label, &dto.LabelPair{Name: proto.String("instance"), Value: proto.String(src.instance)})
-							sort.Slice(m.Label, func(i, j int) bool { return m.Label[i].GetName() < m.Label[j].GetName() })
-						}
-					}
-					if g, ok := byName[f.GetName()]; ok {
-						g.Metric = append(g.Metric, f.Metric...)
-						continue
-					}
-					byName[f.GetName()] = f
-					merged = append(merged, f)
-				}
+			merged, err := mergeEndpoints(sources)
+			if err != nil {
+				return err
 			}
 			var text bytes.Buffer
 			ms := epoch.Add(time.Duration(t * float64(time.Second))).UnixMilli()
@@ -429,4 +401,33 @@ func stats(xs []float64) (mean, median, std, p99 float64) {
 		return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
 	}
 	return mean, pct(0.5), std, pct(0.99)
+}
+
+// mergeEndpoints gathers the servers' metrics into one family per name, the
+// servers' series together and labelled with their instance where it is
+// set, as a federation endpoint gives them.
+func mergeEndpoints(eps []Endpoint) ([]*dto.MetricFamily, error) {
+	var merged []*dto.MetricFamily
+	byName := map[string]*dto.MetricFamily{}
+	for _, ep := range eps {
+		fams, err := ep.Registry.Gather()
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fams {
+			if ep.Instance != "" {
+				for _, m := range f.Metric {
+					m.Label = append(m.Label, &dto.LabelPair{Name: proto.String("instance"), Value: proto.String(ep.Instance)})
+					sort.Slice(m.Label, func(i, j int) bool { return m.Label[i].GetName() < m.Label[j].GetName() })
+				}
+			}
+			if g, ok := byName[f.GetName()]; ok {
+				g.Metric = append(g.Metric, f.Metric...)
+				continue
+			}
+			byName[f.GetName()] = f
+			merged = append(merged, f)
+		}
+	}
+	return merged, nil
 }

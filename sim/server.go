@@ -40,7 +40,8 @@ type Server struct {
 	// others are the scenario's other servers' /metrics: a split
 	// deployment's prefill instance, the replicas behind a router and the
 	// router itself.
-	others  []Endpoint
+	others      []Endpoint
+	ownInstance string
 	started time.Time
 	base    float64
 	// Step mode: the virtual time the last vLLM scrape served. It moves on
@@ -69,7 +70,8 @@ func NewServer(e *Engine, step time.Duration, speed float64) *Server {
 		wake: make(chan struct{}, 1), driverDone: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.vllm, s.dcgm = e.Registries()
-	s.others = e.Endpoints()[1:]
+	eps := e.Endpoints()
+	s.others, s.ownInstance = eps[1:], eps[0].Instance
 	return s
 }
 
@@ -86,6 +88,16 @@ func (s *Server) Close() error {
 	}
 	return nil
 }
+
+// AllPath serves, for a scenario of several servers, all their metrics in
+// one exposition, each series labelled with its server's instance; in step
+// mode a scrape of it advances the clock as one of /metrics does.
+const AllPath = "/all/metrics"
+
+// gatherAll gathers several servers' metrics as one.
+type gatherAll []Endpoint
+
+func (g gatherAll) Gather() ([]*dto.MetricFamily, error) { return mergeEndpoints(g) }
 
 // Endpoint is one server's /metrics in a scenario: its path on the
 // simulator, the instance label a Prometheus scraping it would give it,
@@ -139,6 +151,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/dcgm/metrics", func(w http.ResponseWriter, r *http.Request) { s.serve(w, s.dcgm, false) })
 	for _, o := range s.others {
 		mux.HandleFunc(o.Path, func(w http.ResponseWriter, r *http.Request) { s.serve(w, o.Registry, false) })
+	}
+	if len(s.others) > 0 {
+		// Every server's metrics in one exposition, instance-labelled, as
+		// a federating Prometheus gives them: one scrape, one clock.
+		all := append([]Endpoint{{Path: "/metrics", Instance: s.ownInstance, Registry: s.vllm}}, s.others...)
+		mux.HandleFunc(AllPath, func(w http.ResponseWriter, r *http.Request) { s.serve(w, gatherAll(all), true) })
 	}
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("/v1/models", s.models)

@@ -40,7 +40,7 @@ func diagnoseVia(t *testing.T, args ...string) transportView {
 		t.Fatalf("diagnose %s: exit %d: %s", args[0], code, errOut)
 	}
 	var v transportView
-	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Targets) != 1 {
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Targets) < 1 {
 		t.Fatalf("diagnose %s: %v: %.300s", args[0], err, out)
 	}
 	return v
@@ -52,8 +52,14 @@ func diagnoseVia(t *testing.T, args ...string) transportView {
 func serveStepped(t *testing.T, sc *sim.Scenario) string {
 	t.Helper()
 	h := simHandler(t, sc, fixtureStep, 0)
+	paths := []string{"/metrics", "/dcgm/metrics"}
+	if sc.Router != nil || sc.Engine.Disaggregated != nil {
+		// Several servers: all of them instance-labelled in one
+		// exposition, as the snapshot files hold them (no GPUs).
+		paths = []string{sim.AllPath}
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for i, path := range []string{"/metrics", "/dcgm/metrics"} {
+		for i, path := range paths {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 			if i == 0 {
@@ -122,6 +128,9 @@ func disagreements(a, b transportView) []string {
 	if a.Window != b.Window {
 		out = append(out, fmt.Sprintf("window of %v s in %d points vs %v s in %d points",
 			a.Window.Seconds, a.Window.Points, b.Window.Seconds, b.Window.Points))
+	}
+	if len(a.Targets) != len(b.Targets) {
+		out = append(out, fmt.Sprintf("%d targets vs %d", len(a.Targets), len(b.Targets)))
 	}
 	ta, tb := a.Targets[0], b.Targets[0]
 	if ta.Primary != tb.Primary {

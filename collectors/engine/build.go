@@ -60,6 +60,9 @@ func (eng *Engine) Build(w *window.Window, opt Options) []*evidence.Evidence {
 		w.Notes = append(w.Notes, eng.Title+" prefill and decode run on separate instances (its "+eng.RoleLabel+" label says which): each side is diagnosed on its own")
 	} else if roles := eng.roles(cw, group); roles != nil {
 		cw = withRoles(cw, eng.Members[0], roles)
+		if wm != nil {
+			wm = withRoles(wm, eng.Members[0], roles)
+		}
 		group = append(slices.Clone(group), RoleLabel)
 		w.Notes = append(w.Notes, eng.Title+" prefill and decode run on separate instances (a decode instance pulls KV, a prefill instance gives one token per request): each side is diagnosed on its own")
 	}

@@ -113,6 +113,10 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.URL.User = nil
 	r.Header.Set("User-Agent", useragent.String)
+	// Queries change nothing (client_golang POSTs them): where a server
+	// closed a kept-alive connection as the request went out, the
+	// transport may send it again. An empty key is not sent on the wire.
+	r.Header["Idempotency-Key"] = []string{}
 	for k, v := range t.conn.Headers {
 		r.Header.Set(k, v)
 	}

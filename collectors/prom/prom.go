@@ -360,7 +360,7 @@ func (c *Collector) plan(names map[string]bool) plan {
 		}
 		for _, alt := range x.Histograms {
 			for _, name := range alt {
-				if !names[name] {
+				if !names[name+"_bucket"] {
 					continue
 				}
 				p.kinds[name] = engine.Histogram
