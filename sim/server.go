@@ -42,8 +42,8 @@ type Server struct {
 	// router itself.
 	others      []Endpoint
 	ownInstance string
-	started time.Time
-	base    float64
+	started     time.Time
+	base        float64
 	// Step mode: the virtual time the last vLLM scrape served. It moves on
 	// a fixed grid, not from Engine.Now, which a step may leave past it.
 	at     float64
