@@ -57,6 +57,17 @@ func (h *hist) observe(x float64) {
 	h.own(x)
 }
 
+// metric exposes the histogram with cumulative buckets, labelled.
+func (h *hist) metric(ln, lv []string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.bounds))
+	var cum uint64
+	for i, b := range h.bounds {
+		cum += h.counts[i]
+		buckets[b] = cum
+	}
+	return prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, ln, nil), h.n, h.sum, buckets, lv...)
+}
+
 // own observes x in this family only, not its mirror.
 func (h *hist) own(x float64) {
 	h.sum += x
@@ -372,13 +383,7 @@ func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
 	lv := []string{model, "0"}
 	ln := []string{"model_name", "engine"}
 	for _, h := range m.hists() {
-		buckets := make(map[float64]uint64, len(h.bounds))
-		var cum uint64
-		for i, b := range h.bounds {
-			cum += h.counts[i]
-			buckets[b] = cum
-		}
-		ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, ln, nil), h.n, h.sum, buckets, lv...)
+		ch <- h.metric(ln, lv)
 	}
 	counter := func(name, help string, v float64) {
 		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, ln, nil), prometheus.CounterValue, v, lv...)
@@ -400,15 +405,8 @@ func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting)
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv)
 	if c.e.sc.Engine.Disaggregated != nil && c.e.prefill != nil {
-		for _, h := range []*hist{m.nixlTime, m.nixlBytes} {
-			buckets := make(map[float64]uint64, len(h.bounds))
-			var cum uint64
-			for i, b := range h.bounds {
-				cum += h.counts[i]
-				buckets[b] = cum
-			}
-			ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, ln, nil), h.n, h.sum, buckets, lv...)
-		}
+		ch <- m.nixlTime.metric(ln, lv)
+		ch <- m.nixlBytes.metric(ln, lv)
 		counter("vllm:nixl_num_failed_transfers_total", "Number of failed NIXL KV Cache transfers.", 0)
 		reason := prometheus.NewDesc("vllm:num_requests_waiting_by_reason", "Number of requests waiting, by reason.",
 			[]string{"model_name", "engine", "reason"}, nil)

@@ -156,14 +156,7 @@ func (c routerCollector) Collect(ch chan<- prometheus.Metric) {
 	n := float64(len(st.replicas))
 	gauge("inference_pool_average_queue_size", "The average number of requests pending in the model server queue.", sum/n)
 	gauge("inference_pool_ready_pods", "The number of ready pods in the inference server pool.", n)
-	h := st.decision
-	buckets := make(map[float64]uint64, len(h.bounds))
-	var cum uint64
-	for i, b := range h.bounds {
-		cum += h.counts[i]
-		buckets[b] = cum
-	}
-	ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, nil, nil), h.n, h.sum, buckets)
+	ch <- st.decision.metric(nil, nil)
 	req := prometheus.NewDesc("inference_objective_request_total", "Counter of inference objective requests broken out for each model and target model.",
 		[]string{"model_name", "target_model_name"}, nil)
 	var total float64

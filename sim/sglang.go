@@ -84,15 +84,7 @@ func (c sglangCollector) Collect(ch chan<- prometheus.Metric) {
 	streamV := []string{et, "true", model}
 	sched := []string{"engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"}
 	schedV := []string{et, model, "0", "0", "0"}
-	hist := func(h *hist, ln, lv []string) {
-		buckets := make(map[float64]uint64, len(h.bounds))
-		var cum uint64
-		for i, b := range h.bounds {
-			cum += h.counts[i]
-			buckets[b] = cum
-		}
-		ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(h.name, h.help, ln, nil), h.n, h.sum, buckets, lv...)
-	}
+	hist := func(h *hist, ln, lv []string) { ch <- h.metric(ln, lv) }
 	if et != "prefill" {
 		// A prefill instance never times a first token.
 		hist(s.ttft, stream, streamV)

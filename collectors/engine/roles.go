@@ -177,29 +177,22 @@ func relabelRoles(w *window.Window, roleOf func(window.Labels) string) *window.W
 		c[RoleLabel] = r
 		return c
 	}
-	out.Counters = map[string][]window.Counter{}
-	for n, ss := range w.Counters {
-		c := slices.Clone(ss)
-		for i := range c {
-			c[i].Labels = relabel(c[i].Labels)
-		}
-		out.Counters[n] = c
-	}
-	out.Gauges = map[string][]window.Gauge{}
-	for n, ss := range w.Gauges {
-		c := slices.Clone(ss)
-		for i := range c {
-			c[i].Labels = relabel(c[i].Labels)
-		}
-		out.Gauges[n] = c
-	}
-	out.Histograms = map[string][]window.Histogram{}
-	for n, ss := range w.Histograms {
-		c := slices.Clone(ss)
-		for i := range c {
-			c[i].Labels = relabel(c[i].Labels)
-		}
-		out.Histograms[n] = c
-	}
+	out.Counters = relabelled(w.Counters, func(c *window.Counter) *window.Labels { return &c.Labels }, relabel)
+	out.Gauges = relabelled(w.Gauges, func(g *window.Gauge) *window.Labels { return &g.Labels }, relabel)
+	out.Histograms = relabelled(w.Histograms, func(h *window.Histogram) *window.Labels { return &h.Labels }, relabel)
 	return &out
+}
+
+// relabelled copies one kind's series with their labels relabelled.
+func relabelled[S any](in map[string][]S, labels func(*S) *window.Labels, relabel func(window.Labels) window.Labels) map[string][]S {
+	out := make(map[string][]S, len(in))
+	for n, ss := range in {
+		c := slices.Clone(ss)
+		for i := range c {
+			l := labels(&c[i])
+			*l = relabel(*l)
+		}
+		out[n] = c
+	}
+	return out
 }
